@@ -1,0 +1,99 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "linkcond",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "linkcondd", targets: ["linkcondd"]),
+        .executable(name: "linkcond", targets: ["linkcond"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+    ],
+    targets: [
+        // libnl-3 / libnl-route-3, found through pkg-config.
+        .systemLibrary(
+            name: "CNetlink",
+            pkgConfig: "libnl-route-3.0",
+            providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
+        ),
+        // Safe Swift over libnl. Knows nothing of profiles.
+        .target(name: "Netlink", dependencies: ["CNetlink"]),
+        // Profile model in human units, YAML decoding, validation, the catalog.
+        .target(name: "Profiles", dependencies: [.product(name: "Yams", package: "Yams")]),
+        // Profile -> TrafficPlan (pure), and applying plans through Netlink.
+        .target(
+            name: "Shaping",
+            dependencies: [
+                "Netlink", "Profiles",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Codable request and response types shared by daemon and client.
+        .target(name: "ControlAPI"),
+        // HTTP/1.1 over the daemon's Unix socket.
+        .target(
+            name: "ControlClient",
+            dependencies: [
+                "ControlAPI",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // The daemon: condition state, control server, lifecycle.
+        .target(
+            name: "LinkCondDaemon",
+            dependencies: [
+                "ControlAPI", "Profiles", "Shaping",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "linkcondd",
+            dependencies: [
+                "LinkCondDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "linkcond",
+            dependencies: [
+                "ControlClient", "ControlAPI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // An in-memory model of the kernel's tc objects, for tests without root or netem.
+        .target(
+            name: "ShapingTestSupport",
+            dependencies: ["Shaping", "Netlink", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/ShapingTestSupport"
+        ),
+        .testTarget(name: "ProfilesTests", dependencies: ["Profiles"]),
+        .testTarget(
+            name: "ShapingTests",
+            dependencies: ["Shaping", "ShapingTestSupport", "Profiles", "Netlink", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(name: "ControlAPITests", dependencies: ["ControlAPI"]),
+        .testTarget(
+            name: "LinkCondDaemonTests",
+            dependencies: [
+                "LinkCondDaemon", "ControlClient", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(name: "LinkCondCLITests", dependencies: ["linkcond"]),
+    ]
+)

@@ -1,0 +1,105 @@
+// Thin C shim over libnl-3 / libnl-route-3.
+//
+// Everything here is either a header include or a small static inline helper for what Swift
+// cannot express directly: reading the kernel's extended ack (extack) text, which libnl 3.7
+// drops, and libnl's macros.
+#ifndef LINKCOND_CNETLINK_SHIM_H
+#define LINKCOND_CNETLINK_SHIM_H
+
+#include <errno.h>
+#include <string.h>
+#include <net/if.h>
+#include <linux/if_ether.h>
+#include <linux/netlink.h>
+#include <linux/pkt_sched.h>
+#include <linux/pkt_cls.h>
+#include <linux/tc_act/tc_mirred.h>
+#include <sys/socket.h>
+
+#include <netlink/netlink.h>
+#include <netlink/errno.h>
+#include <netlink/socket.h>
+#include <netlink/msg.h>
+#include <netlink/attr.h>
+#include <netlink/cache.h>
+#include <netlink/handlers.h>
+#include <netlink/route/link.h>
+#include <netlink/route/tc.h>
+#include <netlink/route/qdisc.h>
+#include <netlink/route/class.h>
+#include <netlink/route/classifier.h>
+#include <netlink/route/action.h>
+#include <netlink/route/qdisc/htb.h>
+#include <netlink/route/qdisc/netem.h>
+#include <netlink/route/qdisc/fifo.h>
+#include <netlink/route/cls/u32.h>
+#include <netlink/route/act/mirred.h>
+
+#ifndef SOL_NETLINK
+#define SOL_NETLINK 270
+#endif
+
+/// The last kernel refusal seen on a socket: errno and the extack message, if the kernel sent one.
+typedef struct linkcond_kernel_refusal {
+    int error;          // positive errno, 0 when none
+    char message[256];  // NUL-terminated extack text, empty when none
+} linkcond_kernel_refusal;
+
+static inline int linkcond_on_error(struct sockaddr_nl *peer, struct nlmsgerr *err, void *arg) {
+    (void)peer;
+    linkcond_kernel_refusal *refusal = (linkcond_kernel_refusal *)arg;
+    refusal->error = err->error < 0 ? -err->error : err->error;
+    refusal->message[0] = '\0';
+
+    struct nlmsghdr *header = (struct nlmsghdr *)((char *)err - NLMSG_HDRLEN);
+    if (!(header->nlmsg_flags & NLM_F_ACK_TLVS)) {
+        return NL_STOP;
+    }
+    size_t offset = NLMSG_HDRLEN + sizeof(struct nlmsgerr);
+    if (!(header->nlmsg_flags & NLM_F_CAPPED)) {
+        offset += err->msg.nlmsg_len - NLMSG_HDRLEN;
+    }
+    while (offset + NLA_HDRLEN <= header->nlmsg_len) {
+        struct nlattr *attribute = (struct nlattr *)((char *)header + offset);
+        if (attribute->nla_len < NLA_HDRLEN || offset + attribute->nla_len > header->nlmsg_len) {
+            break;
+        }
+        if ((attribute->nla_type & NLA_TYPE_MASK) == NLMSGERR_ATTR_MSG) {
+            size_t length = attribute->nla_len - NLA_HDRLEN;
+            if (length >= sizeof(refusal->message)) {
+                length = sizeof(refusal->message) - 1;
+            }
+            memcpy(refusal->message, (char *)attribute + NLA_HDRLEN, length);
+            refusal->message[length] = '\0';
+            break;
+        }
+        offset += NLA_ALIGN(attribute->nla_len);
+    }
+    // Let libnl turn the errno into its usual negative NLE_* return value.
+    return NL_STOP;
+}
+
+/// Asks the kernel for extended acks (with capped echo) and records every refusal in `refusal`.
+static inline int linkcond_capture_refusals(struct nl_sock *socket, linkcond_kernel_refusal *refusal) {
+    int on = 1;
+    int fd = nl_socket_get_fd(socket);
+    // Both options are best effort: older kernels still report the errno.
+    (void)setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &on, sizeof(on));
+    (void)setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &on, sizeof(on));
+    return nl_socket_modify_err_cb(socket, NL_CB_CUSTOM, linkcond_on_error, refusal);
+}
+
+/// `TC_H_MAKE` and friends are macros; Swift cannot see them.
+static inline uint32_t linkcond_tc_handle(uint16_t major, uint16_t minor) {
+    return ((uint32_t)major << 16) | minor;
+}
+
+static inline struct rtnl_tc *linkcond_tc(void *object) {
+    return (struct rtnl_tc *)object;
+}
+
+static inline struct nl_object *linkcond_object(void *object) {
+    return (struct nl_object *)object;
+}
+
+#endif

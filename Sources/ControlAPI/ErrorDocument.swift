@@ -1,0 +1,23 @@
+/// Every error the API returns: `{"error": {"code": ..., "message": ...}}` with a matching HTTP status.
+public struct ErrorResponse: Codable, Sendable, Equatable, Error {
+    public struct Body: Codable, Sendable, Equatable {
+        /// Stable and machine-readable, e.g. `unknown-profile`, `foreign-qdisc`, `missing-kernel-module`.
+        public var code: String
+        /// One line for people.
+        public var message: String
+        /// For `unknown-profile`: names that were probably meant.
+        public var suggestions: [String]?
+
+        public init(code: String, message: String, suggestions: [String]? = nil) {
+            self.code = code
+            self.message = message
+            self.suggestions = suggestions
+        }
+    }
+
+    public var error: Body
+
+    public init(code: String, message: String, suggestions: [String]? = nil) {
+        self.error = Body(code: code, message: message, suggestions: suggestions)
+    }
+}

@@ -1,0 +1,87 @@
+/// One direction of a profile, in the same human units as the profile files.
+public struct DirectionDocument: Codable, Sendable, Equatable {
+    /// `nil` when the direction is not rate-limited.
+    public var bandwidth: String?
+    public var delay: String
+    public var jitter: String
+    public var loss: String
+
+    public init(bandwidth: String?, delay: String, jitter: String, loss: String) {
+        self.bandwidth = bandwidth
+        self.delay = delay
+        self.jitter = jitter
+        self.loss = loss
+    }
+}
+
+/// A profile in full: `GET /v1/profiles/{name}`, and the active one in the status.
+public struct ProfileDocument: Codable, Sendable, Equatable {
+    public var name: String
+    public var description: String
+    /// The YAML file it was loaded from.
+    public var file: String
+    public var downlink: DirectionDocument
+    public var uplink: DirectionDocument
+    public var dnsDelay: String
+    /// One line: `down: 32kbit 100ms; up: 32kbit 100ms; dns: +200ms`.
+    public var summary: String
+
+    public init(name: String, description: String, file: String, downlink: DirectionDocument, uplink: DirectionDocument, dnsDelay: String, summary: String) {
+        self.name = name
+        self.description = description
+        self.file = file
+        self.downlink = downlink
+        self.uplink = uplink
+        self.dnsDelay = dnsDelay
+        self.summary = summary
+    }
+}
+
+/// A profile in a listing.
+public struct ProfileSummary: Codable, Sendable, Equatable {
+    public var name: String
+    public var description: String
+    public var file: String
+    public var summary: String
+
+    public init(name: String, description: String, file: String, summary: String) {
+        self.name = name
+        self.description = description
+        self.file = file
+        self.summary = summary
+    }
+}
+
+/// A profile file that could not be loaded, located as `file:line`.
+public struct ProfileProblem: Codable, Sendable, Equatable, CustomStringConvertible {
+    public var code: String
+    public var file: String
+    public var line: Int
+    public var field: String
+    public var message: String
+
+    public init(code: String, file: String, line: Int, field: String, message: String) {
+        self.code = code
+        self.file = file
+        self.line = line
+        self.field = field
+        self.message = message
+    }
+
+    public var description: String {
+        let location = line > 0 ? "\(file):\(line)" : file
+        return field.isEmpty ? "\(location): \(message)" : "\(location): \(field): \(message)"
+    }
+}
+
+/// `GET /v1/profiles`.
+public struct ProfileListResponse: Codable, Sendable, Equatable {
+    public var profiles: [ProfileSummary]
+    /// Files that were skipped, so a typo in one file is visible and never hides the others.
+    public var problems: [ProfileProblem]
+
+    public init(profiles: [ProfileSummary], problems: [ProfileProblem]) {
+        self.profiles = profiles
+        self.problems = problems
+    }
+}

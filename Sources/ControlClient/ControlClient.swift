@@ -1,0 +1,114 @@
+import ControlAPI
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// Talks to `linkcondd` over its Unix socket: one HTTP/1.1 request per connection.
+public struct ControlClient: Sendable {
+    public var socketPath: String
+
+    public init(socketPath: String) {
+        self.socketPath = socketPath
+    }
+
+    public func status() async throws(ControlClientError) -> StatusResponse {
+        try await request(.GET, APIPath.status)
+    }
+
+    public func profiles() async throws(ControlClientError) -> ProfileListResponse {
+        try await request(.GET, APIPath.profiles)
+    }
+
+    public func profile(named name: String) async throws(ControlClientError) -> ProfileDocument {
+        try await request(.GET, APIPath.profile(name))
+    }
+
+    public func activate(_ name: String, replaceForeign: Bool = false) async throws(ControlClientError) -> StatusResponse {
+        try await request(.PUT, APIPath.condition, body: ActivateRequest(profile: name, replaceForeign: replaceForeign ? true : nil))
+    }
+
+    public func deactivate() async throws(ControlClientError) -> StatusResponse {
+        try await request(.DELETE, APIPath.condition)
+    }
+
+    /// Sends one request and decodes the answer, or the daemon's error document.
+    func request<Response: Decodable>(
+        _ method: HTTPMethod, _ path: String, body: (some Encodable)? = Optional<ActivateRequest>.none
+    ) async throws(ControlClientError) -> Response {
+        let payload = body.flatMap { try? JSONEncoder().encode($0) }
+        let (status, data) = try await exchange(method, path, payload: payload)
+        let decoder = JSONDecoder()
+        guard (200..<300).contains(status) else {
+            if let document = try? decoder.decode(ErrorResponse.self, from: data) {
+                throw ControlClientError(code: .api, message: document.error.message, status: status, apiError: document.error)
+            }
+            throw ControlClientError(code: .badResponse, message: "linkcondd answered \(status) without an error document", status: status)
+        }
+        do {
+            return try decoder.decode(Response.self, from: data)
+        } catch {
+            throw ControlClientError(code: .badResponse, message: "cannot read linkcondd's answer to \(method) \(path): \(error)")
+        }
+    }
+
+    private func exchange(_ method: HTTPMethod, _ path: String, payload: Data?) async throws(ControlClientError) -> (Int, Data) {
+        do {
+            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(unixDomainSocketPath: socketPath) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
+                    }
+                }
+            return try await channel.executeThenClose { inbound, outbound in
+                var headers = HTTPHeaders()
+                headers.add(name: "Host", value: "linkcondd")
+                headers.add(name: "Connection", value: "close")
+                if let payload {
+                    headers.add(name: "Content-Type", value: "application/json")
+                    headers.add(name: "Content-Length", value: String(payload.count))
+                }
+                try await outbound.write(.head(HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)))
+                if let payload {
+                    try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: payload))))
+                }
+                try await outbound.write(.end(nil))
+
+                var status = 0
+                var body = ByteBuffer()
+                for try await part in inbound {
+                    switch part {
+                    case .head(let head): status = Int(head.status.code)
+                    case .body(var chunk): body.writeBuffer(&chunk)
+                    case .end: return (status, Data(body.readableBytesView))
+                    }
+                }
+                throw ControlClientError(code: .badResponse, message: "linkcondd closed the connection before answering")
+            }
+        } catch let error as ControlClientError {
+            throw error
+        } catch {
+            throw connectionError(error)
+        }
+    }
+
+    private func connectionError(_ error: Error) -> ControlClientError {
+        let errnoCode = (error as? IOError)?.errnoCode
+            ?? ((error as? NIOConnectionError)?.connectionErrors.first?.error as? IOError)?.errnoCode
+        switch errnoCode {
+        case ENOENT, ECONNREFUSED:
+            return ControlClientError(
+                code: .daemonNotRunning,
+                message: "linkcondd is not running: nothing listens on \(socketPath) (start it with 'sudo systemctl start linkcondd', or pass --socket)"
+            )
+        case EACCES, EPERM:
+            return ControlClientError(
+                code: .permissionDenied,
+                message: "not allowed to connect to \(socketPath); run linkcond with sudo"
+            )
+        default:
+            return ControlClientError(code: .daemonNotRunning, message: "cannot reach linkcondd at \(socketPath): \(error)")
+        }
+    }
+}

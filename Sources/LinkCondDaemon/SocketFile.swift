@@ -1,0 +1,53 @@
+import Foundation
+import Glibc
+
+/// The control socket's file: its directory, a stale file from a crashed daemon, its mode.
+enum SocketFile {
+    /// Creates the socket's directory if needed and makes sure no live daemon owns the path.
+    static func prepare(path: String) throws(DaemonError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+            } catch {
+                throw DaemonError(code: .socket, message: "cannot create \(directory) for the control socket: \(error.localizedDescription)")
+            }
+        }
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        if isListening(path: path) {
+            throw DaemonError(code: .socketInUse, message: "another linkcondd is already listening on \(path); stop it first or pass a different --socket")
+        }
+    }
+
+    /// Only root may connect until access control by peer credentials exists.
+    static func restrictAccess(path: String) throws(DaemonError) {
+        guard chmod(path, 0o660) == 0 else {
+            throw DaemonError(code: .socket, message: "cannot set the mode of \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    static func remove(path: String) {
+        unlink(path)
+    }
+
+    /// Whether something accepts connections on the socket at `path`.
+    static func isListening(path: String) -> Bool {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard path.utf8.count < capacity else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            buffer.copyBytes(from: path.utf8)
+            buffer[path.utf8.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return result == 0
+    }
+}

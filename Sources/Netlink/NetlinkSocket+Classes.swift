@@ -1,0 +1,71 @@
+import CNetlink
+
+/// An htb class as the kernel reports it.
+public struct ClassInfo: Sendable, Equatable {
+    public var handle: TrafficControlHandle
+    public var parent: TrafficControlHandle
+    public var kind: String
+    public var rateBytesPerSecond: UInt64?
+    public var ceilBytesPerSecond: UInt64?
+}
+
+extension NetlinkSocket {
+    /// Creates an htb class; fails with `.exists` if the class id is taken.
+    public func addHTBClass(
+        interfaceIndex: Int32, parent: TrafficControlHandle, classID: TrafficControlHandle, options: HTBClassOptions
+    ) throws(NetlinkError) {
+        let htbClass = try makeHTBClass(interfaceIndex: interfaceIndex, parent: parent, classID: classID, options: options)
+        try perform("add class htb \(classID) parent \(parent) on ifindex \(interfaceIndex)") {
+            rtnl_class_add($0, htbClass.pointer, NLM_F_CREATE | NLM_F_EXCL)
+        }
+    }
+
+    /// Changes an existing htb class in place; fails with `.notFound` instead of creating it.
+    public func changeHTBClass(
+        interfaceIndex: Int32, parent: TrafficControlHandle, classID: TrafficControlHandle, options: HTBClassOptions
+    ) throws(NetlinkError) {
+        let htbClass = try makeHTBClass(interfaceIndex: interfaceIndex, parent: parent, classID: classID, options: options)
+        try perform("change class htb \(classID) on ifindex \(interfaceIndex)") {
+            rtnl_class_add($0, htbClass.pointer, 0)
+        }
+    }
+
+    /// Every class on the device.
+    public func classes(interfaceIndex: Int32) throws(NetlinkError) -> [ClassInfo] {
+        var cachePointer: OpaquePointer?
+        try perform("list classes on ifindex \(interfaceIndex)") {
+            rtnl_class_alloc_cache($0, interfaceIndex, &cachePointer)
+        }
+        guard let cachePointer else { return [] }
+        let cache = NetlinkCache(cachePointer)
+        return cache.objects.map { htbClass in
+            let kind = rtnl_tc_get_kind(htbClass).map { String(cString: $0) } ?? ""
+            var rate: UInt64 = 0
+            var ceil: UInt64 = 0
+            let isHTB = kind == "htb"
+            return ClassInfo(
+                handle: TrafficControlHandle(rawValue: rtnl_tc_get_handle(htbClass)),
+                parent: TrafficControlHandle(rawValue: rtnl_tc_get_parent(htbClass)),
+                kind: kind,
+                rateBytesPerSecond: isHTB && rtnl_htb_get_rate64(htbClass, &rate) == 0 ? rate : nil,
+                ceilBytesPerSecond: isHTB && rtnl_htb_get_ceil64(htbClass, &ceil) == 0 ? ceil : nil
+            )
+        }
+    }
+
+    private func makeHTBClass(
+        interfaceIndex: Int32, parent: TrafficControlHandle, classID: TrafficControlHandle, options: HTBClassOptions
+    ) throws(NetlinkError) -> NetlinkObject {
+        let htbClass = try NetlinkObject(allocating: { rtnl_class_alloc() }, what: "class")
+        rtnl_tc_set_ifindex(htbClass.pointer, interfaceIndex)
+        rtnl_tc_set_parent(htbClass.pointer, parent.rawValue)
+        rtnl_tc_set_handle(htbClass.pointer, classID.rawValue)
+        try perform("prepare class htb \(classID)") { _ in rtnl_tc_set_kind(htbClass.pointer, "htb") }
+        _ = rtnl_htb_set_rate64(htbClass.pointer, options.rateBytesPerSecond)
+        _ = rtnl_htb_set_ceil64(htbClass.pointer, options.ceilBytesPerSecond)
+        _ = rtnl_htb_set_rbuffer(htbClass.pointer, options.burstBytes)
+        _ = rtnl_htb_set_cbuffer(htbClass.pointer, options.ceilBurstBytes)
+        _ = rtnl_htb_set_quantum(htbClass.pointer, options.quantumBytes)
+        return htbClass
+    }
+}

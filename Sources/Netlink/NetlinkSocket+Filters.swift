@@ -1,0 +1,94 @@
+import CNetlink
+import Glibc
+
+/// A filter as the kernel reports it.
+public struct FilterInfo: Sendable, Equatable {
+    public var priority: UInt16
+    public var protocolType: EthernetProtocol
+    public var handle: UInt32
+    public var kind: String
+    /// The class a u32 filter classifies into, if any.
+    public var classID: TrafficControlHandle?
+    /// The device a mirred action redirects to, if any.
+    public var redirectInterfaceIndex: Int32?
+
+    public init(priority: UInt16, protocolType: EthernetProtocol, handle: UInt32, kind: String, classID: TrafficControlHandle?, redirectInterfaceIndex: Int32?) {
+        self.priority = priority
+        self.protocolType = protocolType
+        self.handle = handle
+        self.kind = kind
+        self.classID = classID
+        self.redirectInterfaceIndex = redirectInterfaceIndex
+    }
+}
+
+extension NetlinkSocket {
+    /// Attaches a u32 filter to the qdisc `parent`, as a new node of the priority's hash table.
+    public func addU32Filter(interfaceIndex: Int32, parent: TrafficControlHandle, filter: U32Filter) throws(NetlinkError) {
+        let description = "add filter u32 prio \(filter.priority) \(filter.protocolType) on \(parent) ifindex \(interfaceIndex)"
+        let classifier = try NetlinkObject(allocating: { rtnl_cls_alloc() }, what: "filter")
+        rtnl_tc_set_ifindex(classifier.pointer, interfaceIndex)
+        rtnl_tc_set_parent(classifier.pointer, parent.rawValue)
+        try perform(description) { _ in rtnl_tc_set_kind(classifier.pointer, "u32") }
+        rtnl_cls_set_prio(classifier.pointer, filter.priority)
+        rtnl_cls_set_protocol(classifier.pointer, filter.protocolType.rawValue)
+
+        let keys = filter.keys.isEmpty ? [U32Key(offset: 0, value: 0, mask: 0)] : filter.keys
+        for key in keys {
+            try perform(description) {
+                _ in rtnl_u32_add_key(classifier.pointer, key.value.bigEndian, key.mask.bigEndian, key.offset, 0)
+            }
+        }
+        try perform(description) { _ in rtnl_u32_set_cls_terminal(classifier.pointer) }
+
+        // Declared here so the action outlives the send below.
+        var action: NetlinkObject?
+        switch filter.action {
+        case .classify(let classID):
+            try perform(description) { _ in rtnl_u32_set_classid(classifier.pointer, classID.rawValue) }
+        case .redirect(let target):
+            let mirred = try NetlinkObject(allocating: { rtnl_act_alloc() }, what: "action")
+            try perform(description) { _ in rtnl_tc_set_kind(mirred.pointer, "mirred") }
+            _ = rtnl_mirred_set_action(mirred.pointer, TCA_EGRESS_REDIR)
+            _ = rtnl_mirred_set_policy(mirred.pointer, TC_ACT_STOLEN)
+            _ = rtnl_mirred_set_ifindex(mirred.pointer, UInt32(bitPattern: target))
+            try perform(description) { _ in rtnl_u32_add_action(classifier.pointer, mirred.pointer) }
+            action = mirred
+        }
+        try perform(description) { rtnl_cls_add($0, classifier.pointer, NLM_F_CREATE | NLM_F_EXCL) }
+        withExtendedLifetime(action) {}
+    }
+
+    /// Every filter attached to the qdisc `parent` on the device.
+    public func filters(interfaceIndex: Int32, parent: TrafficControlHandle) throws(NetlinkError) -> [FilterInfo] {
+        var cachePointer: OpaquePointer?
+        try perform("list filters on \(parent) ifindex \(interfaceIndex)") {
+            rtnl_cls_alloc_cache($0, interfaceIndex, parent.rawValue, &cachePointer)
+        }
+        guard let cachePointer else { return [] }
+        let cache = NetlinkCache(cachePointer)
+        return cache.objects.map { classifier in
+            let kind = rtnl_tc_get_kind(classifier).map { String(cString: $0) } ?? ""
+            var classID: TrafficControlHandle?
+            var redirect: Int32?
+            if kind == "u32" {
+                var raw: UInt32 = 0
+                if rtnl_u32_get_classid(classifier, &raw) == 0 {
+                    classID = TrafficControlHandle(rawValue: raw)
+                }
+                if let action = rtnl_u32_get_action(classifier),
+                   let actionKind = rtnl_tc_get_kind(action), String(cString: actionKind) == "mirred" {
+                    redirect = Int32(bitPattern: rtnl_mirred_get_ifindex(action))
+                }
+            }
+            return FilterInfo(
+                priority: rtnl_cls_get_prio(classifier),
+                protocolType: EthernetProtocol(rawValue: rtnl_cls_get_protocol(classifier)),
+                handle: rtnl_tc_get_handle(classifier),
+                kind: kind,
+                classID: classID,
+                redirectInterfaceIndex: redirect
+            )
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import CNetlink
+import Glibc
+
+/// What linkcond needs to know about a network device.
+public struct LinkInfo: Sendable, Equatable {
+    public var index: Int32
+    public var name: String
+    /// The `rtnl_link_ops` kind (`ifb`, `veth`, ...); `nil` for physical devices.
+    public var kind: String?
+    public var isUp: Bool
+    public var mtu: UInt32
+
+    public init(index: Int32, name: String, kind: String?, isUp: Bool, mtu: UInt32) {
+        self.index = index
+        self.name = name
+        self.kind = kind
+        self.isUp = isUp
+        self.mtu = mtu
+    }
+}
+
+extension NetlinkSocket {
+    /// The device called `name`, or `nil` when there is none.
+    public func link(named name: String) throws(NetlinkError) -> LinkInfo? {
+        var pointer: OpaquePointer?
+        do {
+            try perform("look up link \(name)") { rtnl_link_get_kernel($0, 0, name, &pointer) }
+        } catch where error.code == .noSuchDevice || error.code == .notFound {
+            return nil
+        }
+        guard let pointer else { return nil }
+        let link = NetlinkObject(pointer)
+        return LinkInfo(
+            index: rtnl_link_get_ifindex(link.pointer),
+            name: String(cString: rtnl_link_get_name(link.pointer)),
+            kind: rtnl_link_get_type(link.pointer).map { String(cString: $0) },
+            isUp: rtnl_link_get_flags(link.pointer) & UInt32(IFF_UP) != 0,
+            mtu: rtnl_link_get_mtu(link.pointer)
+        )
+    }
+
+    /// Creates an IFB device called `name`, already up. Fails if a device of that name exists.
+    public func addIntermediateFunctionalBlock(named name: String) throws(NetlinkError) {
+        let link = try NetlinkObject(allocating: { rtnl_link_alloc() }, what: "link")
+        rtnl_link_set_name(link.pointer, name)
+        try perform("create ifb device \(name)") { _ in rtnl_link_set_type(link.pointer, "ifb") }
+        rtnl_link_set_flags(link.pointer, UInt32(IFF_UP))
+        try perform("create ifb device \(name)") {
+            rtnl_link_add($0, link.pointer, NLM_F_CREATE | NLM_F_EXCL)
+        }
+    }
+
+    /// Deletes the device called `name`.
+    public func deleteLink(named name: String) throws(NetlinkError) {
+        let link = try NetlinkObject(allocating: { rtnl_link_alloc() }, what: "link")
+        rtnl_link_set_name(link.pointer, name)
+        try perform("delete device \(name)") { rtnl_link_delete($0, link.pointer) }
+    }
+}

@@ -1,0 +1,114 @@
+import CNetlink
+
+/// A qdisc as the kernel reports it.
+public struct QdiscInfo: Sendable, Equatable {
+    public var interfaceIndex: Int32
+    public var handle: TrafficControlHandle
+    public var parent: TrafficControlHandle
+    public var kind: String
+    /// Read back for netem qdiscs only.
+    public var netem: NetemOptions?
+
+    public init(interfaceIndex: Int32, handle: TrafficControlHandle, parent: TrafficControlHandle, kind: String, netem: NetemOptions?) {
+        self.interfaceIndex = interfaceIndex
+        self.handle = handle
+        self.parent = parent
+        self.kind = kind
+        self.netem = netem
+    }
+}
+
+extension NetlinkSocket {
+    /// Creates a qdisc; fails with `.exists` rather than replacing anything already there.
+    public func addQdisc(
+        interfaceIndex: Int32, parent: TrafficControlHandle, handle: TrafficControlHandle, options: QdiscOptions
+    ) throws(NetlinkError) {
+        let qdisc = try makeQdisc(interfaceIndex: interfaceIndex, parent: parent, handle: handle, options: options)
+        try perform("add qdisc \(options.kind) \(handle) parent \(parent) on ifindex \(interfaceIndex)") {
+            rtnl_qdisc_add($0, qdisc.pointer, NLM_F_CREATE | NLM_F_EXCL)
+        }
+    }
+
+    /// Changes an existing qdisc's parameters in place (same parent, handle and kind).
+    ///
+    /// No create flag: if the qdisc is gone the kernel refuses instead of building a new one.
+    /// For netem this is `netem_change`: queued packets keep their schedule.
+    public func changeQdisc(
+        interfaceIndex: Int32, parent: TrafficControlHandle, handle: TrafficControlHandle, options: QdiscOptions
+    ) throws(NetlinkError) {
+        let qdisc = try makeQdisc(interfaceIndex: interfaceIndex, parent: parent, handle: handle, options: options)
+        try perform("change qdisc \(options.kind) \(handle) on ifindex \(interfaceIndex)") {
+            rtnl_qdisc_add($0, qdisc.pointer, 0)
+        }
+    }
+
+    /// Deletes the qdisc `handle` attached at `parent`, with everything below it.
+    public func deleteQdisc(
+        interfaceIndex: Int32, parent: TrafficControlHandle, handle: TrafficControlHandle
+    ) throws(NetlinkError) {
+        let qdisc = try NetlinkObject(allocating: { rtnl_qdisc_alloc() }, what: "qdisc")
+        rtnl_tc_set_ifindex(qdisc.pointer, interfaceIndex)
+        rtnl_tc_set_parent(qdisc.pointer, parent.rawValue)
+        rtnl_tc_set_handle(qdisc.pointer, handle.rawValue)
+        try perform("delete qdisc \(handle) parent \(parent) on ifindex \(interfaceIndex)") {
+            rtnl_qdisc_delete($0, qdisc.pointer)
+        }
+    }
+
+    /// Every qdisc on the device, including the kernel's default ones (handle `0:`).
+    public func qdiscs(interfaceIndex: Int32) throws(NetlinkError) -> [QdiscInfo] {
+        var cachePointer: OpaquePointer?
+        try perform("list qdiscs") { rtnl_qdisc_alloc_cache($0, &cachePointer) }
+        guard let cachePointer else { return [] }
+        let cache = NetlinkCache(cachePointer)
+        return cache.objects.compactMap { qdisc in
+            guard rtnl_tc_get_ifindex(qdisc) == interfaceIndex else { return nil }
+            let kind = rtnl_tc_get_kind(qdisc).map { String(cString: $0) } ?? ""
+            return QdiscInfo(
+                interfaceIndex: interfaceIndex,
+                handle: TrafficControlHandle(rawValue: rtnl_tc_get_handle(qdisc)),
+                parent: TrafficControlHandle(rawValue: rtnl_tc_get_parent(qdisc)),
+                kind: kind,
+                netem: kind == "netem" ? readNetem(qdisc) : nil
+            )
+        }
+    }
+
+    private func makeQdisc(
+        interfaceIndex: Int32, parent: TrafficControlHandle, handle: TrafficControlHandle, options: QdiscOptions
+    ) throws(NetlinkError) -> NetlinkObject {
+        let qdisc = try NetlinkObject(allocating: { rtnl_qdisc_alloc() }, what: "qdisc")
+        rtnl_tc_set_ifindex(qdisc.pointer, interfaceIndex)
+        rtnl_tc_set_parent(qdisc.pointer, parent.rawValue)
+        rtnl_tc_set_handle(qdisc.pointer, handle.rawValue)
+        // The kind must be set before any kind-specific setter: libnl asserts otherwise.
+        try perform("prepare qdisc \(options.kind)") { _ in rtnl_tc_set_kind(qdisc.pointer, options.kind) }
+        switch options {
+        case .htb(let htb):
+            _ = rtnl_htb_set_defcls(qdisc.pointer, UInt32(handle.major) << 16 | UInt32(htb.defaultClass))
+            _ = rtnl_htb_set_rate2quantum(qdisc.pointer, htb.rateToQuantum)
+        case .netem(let netem):
+            rtnl_netem_set_delay(qdisc.pointer, Int32(clamping: netem.delayMicroseconds))
+            rtnl_netem_set_jitter(qdisc.pointer, Int32(clamping: netem.jitterMicroseconds))
+            // A raw u32 probability passed through libnl's `int` parameter.
+            rtnl_netem_set_loss(qdisc.pointer, Int32(bitPattern: netem.lossProbability))
+            rtnl_netem_set_limit(qdisc.pointer, Int32(clamping: netem.limitPackets))
+        case .pfifo(let limit):
+            _ = rtnl_qdisc_fifo_set_limit(qdisc.pointer, Int32(clamping: limit))
+        case .ingress:
+            break
+        }
+        return qdisc
+    }
+
+    private func readNetem(_ qdisc: OpaquePointer) -> NetemOptions {
+        // libnl returns the u32 probability as an Int32: values of 50% and more come back
+        // negative and are not errors.
+        NetemOptions(
+            delayMicroseconds: UInt32(clamping: rtnl_netem_get_delay(qdisc)),
+            jitterMicroseconds: UInt32(clamping: rtnl_netem_get_jitter(qdisc)),
+            lossProbability: UInt32(bitPattern: rtnl_netem_get_loss(qdisc)),
+            limitPackets: UInt32(clamping: rtnl_netem_get_limit(qdisc))
+        )
+    }
+}

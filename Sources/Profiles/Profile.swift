@@ -1,0 +1,38 @@
+/// A network condition: what each direction of the link does, plus an extra delay for DNS.
+///
+/// Downlink is traffic arriving at the interface, uplink traffic leaving it.
+public struct Profile: Hashable, Sendable {
+    /// Display name, e.g. `Slow Net`; unique within a catalog, matched case-insensitively.
+    public var name: String
+    public var description: String
+    public var downlink: LinkConditions
+    public var uplink: LinkConditions
+    /// Added once to every DNS query leaving the host (port 53, UDP and TCP), on top of the uplink delay.
+    public var dnsDelay: Delay
+
+    public init(
+        name: String,
+        description: String = "",
+        downlink: LinkConditions = .unshaped,
+        uplink: LinkConditions = .unshaped,
+        dnsDelay: Delay = .zero
+    ) {
+        self.name = name
+        self.description = description
+        self.downlink = downlink
+        self.uplink = uplink
+        self.dnsDelay = dnsDelay
+    }
+
+    /// `down: 32kbit 100ms; up: 32kbit 100ms; dns: +200ms`.
+    public var summary: String {
+        var text = "down: \(downlink.summary); up: \(uplink.summary)"
+        if !dnsDelay.isZero { text += "; dns: +\(dnsDelay)" }
+        return text
+    }
+
+    /// The same condition with no values changed: two profiles with equal conditions shape alike.
+    public func hasSameConditions(as other: Profile) -> Bool {
+        downlink == other.downlink && uplink == other.uplink && dnsDelay == other.dnsDelay
+    }
+}

@@ -1,0 +1,67 @@
+import Glibc
+import Netlink
+
+/// The side-effect edge of shaping: something that carries out steps and reports what a
+/// device has. `NetlinkKernel` talks to the real kernel; tests use an in-memory model.
+public protocol TrafficControlKernel: AnyObject {
+    func execute(_ step: TrafficStep) throws(NetlinkError)
+    func survey(_ target: ShapingTarget) throws(NetlinkError) -> KernelSurvey
+}
+
+/// The real kernel, through one libnl socket.
+public final class NetlinkKernel: TrafficControlKernel {
+    private let socket: NetlinkSocket
+
+    public init() throws(NetlinkError) {
+        self.socket = try NetlinkSocket()
+    }
+
+    public func execute(_ step: TrafficStep) throws(NetlinkError) {
+        switch step {
+        case .createIFB(let name):
+            try socket.addIntermediateFunctionalBlock(named: name)
+        case .deleteLink(let name):
+            try socket.deleteLink(named: name)
+        case .addQdisc(let device, let node):
+            try socket.addQdisc(interfaceIndex: try index(of: device), parent: node.parent, handle: node.handle, options: node.settings.encoded)
+        case .changeQdisc(let device, let node):
+            try socket.changeQdisc(interfaceIndex: try index(of: device), parent: node.parent, handle: node.handle, options: node.settings.encoded)
+        case .deleteQdisc(let device, let parent, let handle):
+            try socket.deleteQdisc(interfaceIndex: try index(of: device), parent: parent, handle: handle)
+        case .addClass(let device, let node):
+            try socket.addHTBClass(interfaceIndex: try index(of: device), parent: node.parent, classID: node.classID, options: node.encoded)
+        case .changeClass(let device, let node):
+            try socket.changeHTBClass(interfaceIndex: try index(of: device), parent: node.parent, classID: node.classID, options: node.encoded)
+        case .addFilter(let device, let node):
+            var redirectIndex: Int32?
+            if case .redirect(let target) = node.target {
+                redirectIndex = try index(of: target)
+            }
+            try socket.addU32Filter(interfaceIndex: try index(of: device), parent: node.parent, filter: node.encoded(redirectIndex: redirectIndex))
+        }
+    }
+
+    public func survey(_ target: ShapingTarget) throws(NetlinkError) -> KernelSurvey {
+        let interface = try socket.link(named: target.interface)
+        let ifb = try socket.link(named: target.ifb)
+        var survey = KernelSurvey(target: target, interface: interface, ifb: ifb)
+        if let interface {
+            survey.qdiscs = try socket.qdiscs(interfaceIndex: interface.index)
+            if survey.qdiscs.contains(where: { $0.parent == .ingressParent }) {
+                survey.ingressFilters = try socket.filters(interfaceIndex: interface.index, parent: ReservedHandles.ingress)
+            }
+        }
+        if let ifb {
+            survey.ifbQdiscs = try socket.qdiscs(interfaceIndex: ifb.index)
+        }
+        return survey
+    }
+
+    /// Looked up on every use: an interface may be recreated with a new index between requests.
+    private func index(of device: String) throws(NetlinkError) -> Int32 {
+        guard let link = try socket.link(named: device) else {
+            throw NetlinkError(code: .noSuchDevice, operation: "find device \(device)", errno: ENODEV, reason: "no such device")
+        }
+        return link.index
+    }
+}

@@ -1,0 +1,61 @@
+import Netlink
+import Profiles
+
+// Human units to the units libnl and the kernel take. Nothing else in linkcond converts.
+
+extension QdiscSettings {
+    public var encoded: QdiscOptions {
+        switch self {
+        case .htb(let defaultClass):
+            return .htb(HTBQdiscOptions(defaultClass: defaultClass.minor))
+        case .netem(let netem):
+            return .netem(netem.encoded)
+        case .pfifo(let limit):
+            return .pfifo(limitPackets: limit)
+        case .ingress:
+            return .ingress
+        }
+    }
+}
+
+extension NetemSettings {
+    public var encoded: NetemOptions {
+        NetemOptions(
+            delayMicroseconds: UInt32(clamping: delay.microseconds),
+            jitterMicroseconds: UInt32(clamping: jitter.microseconds),
+            lossProbability: loss.kernelProbability,
+            limitPackets: limitPackets
+        )
+    }
+}
+
+extension LossRate {
+    /// netem's loss is a u32 probability: 0 never drops, `UInt32.max` always does.
+    public var kernelProbability: UInt32 {
+        if percent >= 100 { return .max }
+        return UInt32((fraction * Double(UInt32.max)).rounded())
+    }
+}
+
+extension ClassNode {
+    public var encoded: HTBClassOptions {
+        HTBClassOptions(
+            rateBytesPerSecond: max(rate.bytesPerSecond, 1),
+            ceilBytesPerSecond: max(ceil.bytesPerSecond, 1),
+            burstBytes: burstBytes,
+            ceilBurstBytes: burstBytes,
+            quantumBytes: quantumBytes
+        )
+    }
+}
+
+extension FilterNode {
+    public func encoded(redirectIndex: Int32?) -> U32Filter {
+        let action: U32Action
+        switch target {
+        case .classify(let classID): action = .classify(classID)
+        case .redirect: action = .redirect(toInterfaceIndex: redirectIndex ?? 0)
+        }
+        return U32Filter(priority: priority, protocolType: protocolType, keys: keys, action: action)
+    }
+}

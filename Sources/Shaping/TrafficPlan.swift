@@ -1,0 +1,109 @@
+import Netlink
+import Profiles
+
+/// The complete tc tree for one profile on one interface: a pure value, built by `Planner`,
+/// compared and diffed without a kernel, and applied by `ShapingEngine`.
+public struct TrafficPlan: Hashable, Sendable {
+    public var target: ShapingTarget
+    /// Egress of the interface.
+    public var uplink: DirectionTree
+    /// Egress of the IFB, which receives the interface's ingress traffic.
+    public var downlink: DirectionTree
+    /// Filters on the interface's ingress qdisc that steal IP traffic into the IFB.
+    public var ingressRedirects: [FilterNode]
+
+    /// Two plans have the same skeleton when they differ in values only, so one can be turned
+    /// into the other by changing objects in place.
+    public func hasSameSkeleton(as other: TrafficPlan) -> Bool {
+        target == other.target
+            && uplink.skeleton == other.uplink.skeleton
+            && downlink.skeleton == other.downlink.skeleton
+            && ingressRedirects == other.ingressRedirects
+    }
+}
+
+/// An htb root with its classes, leaf qdiscs and filters, on one device.
+public struct DirectionTree: Hashable, Sendable {
+    public var device: String
+    public var root: QdiscNode
+    /// Parents before children.
+    public var classes: [ClassNode]
+    public var leaves: [QdiscNode]
+    /// In priority order.
+    public var filters: [FilterNode]
+
+    /// Everything but the values that switching profiles may change.
+    var skeleton: [String] {
+        [root.identity] + classes.map(\.identity) + leaves.map(\.identity) + filters.map { "\($0)" }
+    }
+}
+
+/// A qdisc to create: where it hangs and what it does.
+public struct QdiscNode: Hashable, Sendable {
+    public var parent: TrafficControlHandle
+    public var handle: TrafficControlHandle
+    public var settings: QdiscSettings
+
+    var identity: String { "qdisc \(settings.kind) \(handle) parent \(parent)" }
+}
+
+/// Qdisc parameters in human units; encoded for the kernel only at the edge.
+public enum QdiscSettings: Hashable, Sendable {
+    case htb(defaultClass: TrafficControlHandle)
+    case netem(NetemSettings)
+    case pfifo(limitPackets: UInt32)
+    case ingress
+
+    public var kind: String {
+        switch self {
+        case .htb: return "htb"
+        case .netem: return "netem"
+        case .pfifo: return "pfifo"
+        case .ingress: return "ingress"
+        }
+    }
+}
+
+/// What netem does to the packets of one class.
+public struct NetemSettings: Hashable, Sendable {
+    public var delay: Delay
+    public var jitter: Delay
+    public var loss: LossRate
+    /// Queue length in packets: enough for `rate x delay` plus a bounded queue, never the
+    /// minutes of bufferbloat netem's default of 1000 full-size packets means at 32 kbit/s.
+    public var limitPackets: UInt32
+}
+
+/// An htb class.
+public struct ClassNode: Hashable, Sendable {
+    public var parent: TrafficControlHandle
+    public var classID: TrafficControlHandle
+    public var rate: Bandwidth
+    public var ceil: Bandwidth
+    public var burstBytes: UInt32
+    public var quantumBytes: UInt32
+
+    var identity: String { "class \(classID) parent \(parent)" }
+}
+
+/// A u32 filter and what it is for.
+public struct FilterNode: Hashable, Sendable, CustomStringConvertible {
+    public enum Target: Hashable, Sendable {
+        case classify(TrafficControlHandle)
+        /// Redirect to the egress of the named device.
+        case redirect(device: String)
+    }
+
+    /// The qdisc the filter hangs from.
+    public var parent: TrafficControlHandle
+    public var priority: UInt16
+    public var protocolType: EthernetProtocol
+    public var keys: [U32Key]
+    public var target: Target
+    /// For people reading logs: `exempt tcp/22 source`.
+    public var purpose: String
+
+    public var description: String {
+        "filter \(protocolType) prio \(priority) (\(purpose))"
+    }
+}

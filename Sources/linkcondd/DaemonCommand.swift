@@ -1,0 +1,118 @@
+import ArgumentParser
+import Foundation
+import LinkCondDaemon
+import Logging
+import NIOPosix
+import ServiceLifecycle
+import Shaping
+
+struct DaemonCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "linkcondd",
+        abstract: "Shapes a network interface like Apple's Network Link Conditioner; controlled by `linkcond`.",
+        discussion: """
+            Runs in the foreground as root (or with CAP_NET_ADMIN). SIGTERM and SIGINT remove all \
+            shaping and exit 0. TCP port 22 is never shaped unless --no-ssh-exemption is given.
+            """
+    )
+
+    @Option(help: "Interface to shape. Default: the interface of the default route.")
+    var interface: String?
+
+    @Option(help: "Path of the control socket.")
+    var socket: String = DaemonConfiguration.defaultSocketPath
+
+    @Option(name: .customLong("profiles"), help: ArgumentHelp(
+        "Directory of profile files; repeat to search several, earlier first. Default: \(DaemonConfiguration.systemProfileDirectory), then the built-in profiles.",
+        valueName: "dir"
+    ))
+    var profileDirectories: [String] = []
+
+    @Option(name: .customLong("exempt-port"), help: ArgumentHelp(
+        "A port never shaped, as source or destination: 2222 (TCP), 5060/udp. Repeatable; adds to tcp/22.",
+        valueName: "port[/tcp|/udp]"
+    ))
+    var exemptPorts: [String] = []
+
+    @Option(name: .customLong("exempt-cidr"), help: ArgumentHelp(
+        "A network never shaped, as source or destination: 10.0.0.0/8, fd00::/8. Repeatable.",
+        valueName: "cidr"
+    ))
+    var exemptNetworks: [String] = []
+
+    @Flag(help: "Shape SSH (TCP port 22) too. Black Hole will then cut remote sessions.")
+    var noSshExemption = false
+
+    @Option(help: "Least severe messages to log: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .info
+
+    func validate() throws {
+        _ = try exemptions()
+    }
+
+    func start() async throws {
+        let level = logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "linkcondd")
+        do {
+            let daemon = try await makeDaemon(logger: logger)
+            let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+                services: [.init(service: daemon, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            ))
+            try await group.run()
+        } catch let error as DaemonError {
+            logger.critical("\(error.message)")
+            throw ExitCode.failure
+        }
+    }
+
+    private func makeDaemon(logger: Logger) async throws -> LinkCondDaemon {
+        guard Capabilities.hasNetAdmin() else {
+            throw DaemonError(code: .notPermitted, message: "linkcondd needs root or CAP_NET_ADMIN to change traffic control; run it with sudo or grant CAP_NET_ADMIN")
+        }
+        guard let interface = interface ?? DefaultRoute.interface() else {
+            throw DaemonError(code: .noDefaultRoute, message: "there is no default route to take the interface from; pass one with --interface")
+        }
+        let kernel: NetlinkKernel
+        do {
+            kernel = try NetlinkKernel()
+        } catch {
+            throw DaemonError(code: .netlink, message: "cannot open a netlink socket: \(error)")
+        }
+        let configuration = DaemonConfiguration(
+            interface: interface,
+            socketPath: socket,
+            profileDirectories: profileDirectories.isEmpty ? ProfileDirectories.defaults() : profileDirectories.map(absolutePath),
+            exemptions: try exemptions()
+        )
+        return try await LinkCondDaemon(
+            configuration: configuration, kernel: kernel,
+            group: MultiThreadedEventLoopGroup.singleton, logger: logger
+        )
+    }
+
+    private func exemptions() throws -> Exemptions {
+        do {
+            var ports = noSshExemption ? [] : [Exemptions.ssh]
+            for text in exemptPorts {
+                let port = try PortExemption(parsing: text)
+                if !ports.contains(port) { ports.append(port) }
+            }
+            return Exemptions(ports: ports, networks: try exemptNetworks.map { text throws(ExemptionParseError) in try IPNetwork(parsing: text) })
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+}
+
+private func absolutePath(_ path: String) -> String {
+    URL(fileURLWithPath: path).standardizedFileURL.path
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -1,0 +1,45 @@
+import ArgumentParser
+@testable import linkcond
+import Testing
+
+@Suite("linkcond's command line")
+struct ArgumentTests {
+    @Test("--socket may stand before or after the subcommand", arguments: [
+        ["--socket", "/tmp/s", "activate", "Slow Net"],
+        ["activate", "Slow Net", "--socket", "/tmp/s"],
+        ["activate", "--socket", "/tmp/s", "Slow Net"],
+    ])
+    func socketPlacement(arguments: [String]) throws {
+        let command = try #require(try LinkCond.parseAsRoot(arguments) as? Activate)
+        #expect(command.connection.socket == "/tmp/s")
+        #expect(command.name == "Slow Net")
+    }
+
+    @Test("Without --socket, the default path is used")
+    func defaultSocket() throws {
+        let command = try #require(try LinkCond.parseAsRoot(["status", "--json"]) as? Status)
+        #expect(command.connection.socket == nil)
+        #expect(command.json)
+    }
+
+    @Test("The environment sets the socket when --socket is absent, and --socket wins over it")
+    func environment() throws {
+        let fromEnvironment = ConnectionOptions.resolve(socket: nil, environment: ["LINKCOND_SOCKET": "/tmp/env.sock"])
+        #expect(fromEnvironment == "/tmp/env.sock")
+        #expect(ConnectionOptions.resolve(socket: "/tmp/flag.sock", environment: ["LINKCOND_SOCKET": "/tmp/env.sock"]) == "/tmp/flag.sock")
+        #expect(ConnectionOptions.resolve(socket: nil, environment: [:]) == "/run/linkcond/control.sock")
+        #expect(ConnectionOptions.resolve(socket: nil, environment: ["LINKCOND_SOCKET": ""]) == "/run/linkcond/control.sock")
+    }
+
+    @Test("activate --replace-foreign parses")
+    func replaceForeign() throws {
+        let command = try #require(try LinkCond.parseAsRoot(["activate", "black-hole", "--replace-foreign"]) as? Activate)
+        #expect(command.replaceForeign)
+    }
+
+    @Test("Every subcommand is reachable", arguments: ["list", "show", "activate", "off", "status"])
+    func subcommands(name: String) throws {
+        let arguments = ["show", "activate"].contains(name) ? [name, "x"] : [name]
+        _ = try LinkCond.parseAsRoot(arguments)
+    }
+}

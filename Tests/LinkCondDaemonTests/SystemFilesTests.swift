@@ -1,0 +1,35 @@
+@testable import LinkCondDaemon
+import Testing
+
+@Suite("Reading the system")
+struct SystemFilesTests {
+    @Test("The default route's interface comes from /proc/net/route, lowest metric first")
+    func ipv4DefaultRoute() {
+        let table = """
+            Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT
+            wlan0\t00000000\t0102A8C0\t0003\t0\t0\t600\t00000000\t0\t0\t0
+            eth0\t00000000\t0101A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0
+            eth0\t0001A8C0\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0
+            """
+        #expect(DefaultRoute.interface(inIPv4RouteTable: table) == "eth0")
+        #expect(DefaultRoute.interface(inIPv4RouteTable: "Iface\tDestination\n") == nil)
+    }
+
+    @Test("Without an IPv4 default route, the IPv6 one is used; lo never is")
+    func ipv6DefaultRoute() {
+        let table = """
+            00000000000000000000000000000000 00 00000000000000000000000000000000 00 00000000000000000000000000000000 ffffffff 00000001 00000000 00200200       lo
+            00000000000000000000000000000000 00 00000000000000000000000000000000 00 fe800000000000000000000000000001 00000400 00000001 00000000 00000003     eth1
+            fd000000000000000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00000001     eth1
+            """
+        #expect(DefaultRoute.interface(inIPv6RouteTable: table) == "eth1")
+    }
+
+    @Test("CAP_NET_ADMIN is bit 12 of the effective set")
+    func capabilities() {
+        #expect(Capabilities.hasNetAdmin(inProcessStatus: "Name:\tx\nCapEff:\t000001ffffffffff\n") == true)
+        #expect(Capabilities.hasNetAdmin(inProcessStatus: "CapEff:\t0000000000000000\n") == false)
+        #expect(Capabilities.hasNetAdmin(inProcessStatus: "CapEff:\t0000000000001000\n") == true)
+        #expect(Capabilities.hasNetAdmin(inProcessStatus: "Name:\tx\n") == nil)
+    }
+}

@@ -1,0 +1,250 @@
+import Foundation
+import Netlink
+import Shaping
+
+/// An in-memory model of the tc objects of a few devices, answering steps the way the kernel
+/// does: `EEXIST` for a taken handle, `ENOENT` for a missing object, children deleted with
+/// their parent, the default root qdisc back when the root is deleted.
+///
+/// `refusal` injects a failure: it sees each step and its index before the step takes effect.
+/// A lock makes it safe to inspect from a test while a daemon under test owns it.
+public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
+    public struct Qdisc: Equatable, Sendable, CustomStringConvertible {
+        public var parent: TrafficControlHandle
+        public var handle: TrafficControlHandle
+        public var kind: String
+        public var settings: QdiscSettings?
+
+        public var description: String {
+            "qdisc \(kind) \(handle) parent \(parent)" + (settings.map { " \($0)" } ?? "")
+        }
+    }
+
+    public struct Device {
+        public var index: Int32
+        public var kind: String?
+        public var qdiscs: [Qdisc]
+        public var classes: [ClassNode] = []
+        /// Filters by the handle of the qdisc they hang from.
+        public var filters: [TrafficControlHandle: [FilterNode]] = [:]
+    }
+
+    private let lock = NSLock()
+    private var _devices: [String: Device] = [:]
+    private var _executed: [TrafficStep] = []
+    private var _refusal: (@Sendable (TrafficStep, Int) -> NetlinkError?)?
+    private var nextIndex: Int32 = 2
+
+    public var devices: [String: Device] { lock.withLock { _devices } }
+    public var executed: [TrafficStep] { lock.withLock { _executed } }
+    public var refusal: (@Sendable (TrafficStep, Int) -> NetlinkError?)? {
+        get { lock.withLock { _refusal } }
+        set { lock.withLock { _refusal = newValue } }
+    }
+
+    public init(interfaces: [String] = ["eth0"]) {
+        for name in interfaces {
+            addDevice(name, kind: "veth")
+        }
+    }
+
+    public func addDevice(_ name: String, kind: String?) {
+        lock.withLock { insertDevice(name, kind: kind) }
+    }
+
+    private func insertDevice(_ name: String, kind: String?) {
+        _devices[name] = Device(index: nextIndex, kind: kind, qdiscs: [Self.defaultRoot])
+        nextIndex += 1
+    }
+
+    public func removeDevice(_ name: String) {
+        lock.withLock { _devices[name] = nil }
+    }
+
+    /// A qdisc someone else created.
+    public func addForeignQdisc(on device: String, parent: TrafficControlHandle, handle: TrafficControlHandle, kind: String) {
+        lock.withLock {
+            _devices[device]?.qdiscs.removeAll { $0.parent == parent }
+            _devices[device]?.qdiscs.append(Qdisc(parent: parent, handle: handle, kind: kind, settings: nil))
+        }
+    }
+
+    static let defaultRoot = Qdisc(parent: .root, handle: .unspecified, kind: "noqueue", settings: nil)
+
+    /// Everything on a device, in a stable text form, for "left exactly as it was" checks.
+    public func state(of device: String) -> String {
+        guard let state = devices[device] else { return "\(device): absent" }
+        var lines = ["\(device) (\(state.kind ?? "physical"))"]
+        lines += state.qdiscs.map(\.description).sorted()
+        lines += state.classes.map { "\($0)" }.sorted()
+        lines += state.filters.sorted { $0.key.rawValue < $1.key.rawValue }.flatMap { parent, filters in
+            filters.map { "filter on \(parent): \($0) \($0.keys) \($0.target)" }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// All devices, sorted, for whole-system comparisons.
+    public var fullState: String {
+        devices.keys.sorted().map(state(of:)).joined(separator: "\n---\n")
+    }
+
+    public func qdisc(_ handle: TrafficControlHandle, on device: String) -> Qdisc? {
+        devices[device]?.qdiscs.first { $0.handle == handle }
+    }
+
+    public func htbClass(_ classID: TrafficControlHandle, on device: String) -> ClassNode? {
+        devices[device]?.classes.first { $0.classID == classID }
+    }
+
+    // MARK: TrafficControlKernel
+
+    public func execute(_ step: TrafficStep) throws(NetlinkError) {
+        lock.lock()
+        defer { lock.unlock() }
+        if let refusal = _refusal?(step, _executed.count) {
+            _executed.append(step)
+            throw refusal
+        }
+        _executed.append(step)
+        switch step {
+        case .createIFB(let name):
+            guard _devices[name] == nil else { throw Self.error(EEXIST, step) }
+            insertDevice(name, kind: "ifb")
+        case .deleteLink(let name):
+            guard _devices[name] != nil else { throw Self.error(ENODEV, step) }
+            _devices[name] = nil
+        case .addQdisc(let device, let node):
+            try modify(device, step) { state throws(NetlinkError) in try Self.add(node, to: &state, step) }
+        case .changeQdisc(let device, let node):
+            try modify(device, step) { state throws(NetlinkError) in
+                guard let index = state.qdiscs.firstIndex(where: { $0.handle == node.handle && $0.parent == node.parent }) else {
+                    throw Self.error(ENOENT, step)
+                }
+                guard state.qdiscs[index].kind == node.settings.kind else { throw Self.error(EINVAL, step) }
+                state.qdiscs[index].settings = node.settings
+            }
+        case .deleteQdisc(let device, let parent, let handle):
+            try modify(device, step) { state throws(NetlinkError) in try Self.delete(parent: parent, handle: handle, from: &state, step) }
+        case .addClass(let device, let node):
+            try modify(device, step) { state throws(NetlinkError) in
+                guard state.qdiscs.contains(where: { $0.handle == node.classID.qdisc && $0.kind == "htb" }) else { throw Self.error(EINVAL, step) }
+                guard !state.classes.contains(where: { $0.classID == node.classID }) else { throw Self.error(EEXIST, step) }
+                guard node.parent.minor == 0 || state.classes.contains(where: { $0.classID == node.parent }) else { throw Self.error(ENOENT, step) }
+                state.classes.append(node)
+            }
+        case .changeClass(let device, let node):
+            try modify(device, step) { state throws(NetlinkError) in
+                guard let index = state.classes.firstIndex(where: { $0.classID == node.classID }) else { throw Self.error(ENOENT, step) }
+                state.classes[index] = node
+            }
+        case .addFilter(let device, let node):
+            if case .redirect(let target) = node.target, _devices[target] == nil {
+                throw Self.error(ENODEV, step)
+            }
+            try modify(device, step) { state throws(NetlinkError) in
+                guard state.qdiscs.contains(where: { $0.handle == node.parent }) else { throw Self.error(EINVAL, step) }
+                state.filters[node.parent, default: []].append(node)
+            }
+        }
+    }
+
+    public func survey(_ target: ShapingTarget) throws(NetlinkError) -> KernelSurvey {
+        let devices = self.devices
+        var survey = KernelSurvey(target: target, interface: link(target.interface, in: devices), ifb: link(target.ifb, in: devices))
+        if let interface = devices[target.interface] {
+            survey.qdiscs = qdiscInfos(interface)
+            let ingressFilters = interface.filters[.ingress] ?? []
+            survey.ingressFilters = ingressFilters.enumerated().map { offset, filter in
+                var redirect: Int32?
+                if case .redirect(let name) = filter.target { redirect = devices[name]?.index }
+                return FilterInfo(
+                    priority: filter.priority, protocolType: filter.protocolType,
+                    handle: 0x8000_0800 + UInt32(offset), kind: "u32", classID: nil, redirectInterfaceIndex: redirect
+                )
+            }
+        }
+        if let ifb = devices[target.ifb] {
+            survey.ifbQdiscs = qdiscInfos(ifb)
+        }
+        return survey
+    }
+
+    // MARK: Model
+
+    private func link(_ name: String, in devices: [String: Device]) -> LinkInfo? {
+        devices[name].map { LinkInfo(index: $0.index, name: name, kind: $0.kind, isUp: true, mtu: 1500) }
+    }
+
+    private func qdiscInfos(_ device: Device) -> [QdiscInfo] {
+        device.qdiscs.map { qdisc in
+            var netem: NetemOptions?
+            if case .netem(let settings) = qdisc.settings { netem = settings.encoded }
+            return QdiscInfo(interfaceIndex: device.index, handle: qdisc.handle, parent: qdisc.parent, kind: qdisc.kind, netem: netem)
+        }
+    }
+
+    private func modify(_ name: String, _ step: TrafficStep, _ change: (inout Device) throws(NetlinkError) -> Void) throws(NetlinkError) {
+        guard var device = _devices[name] else { throw Self.error(ENODEV, step) }
+        try change(&device)
+        _devices[name] = device
+    }
+
+    private static func add(_ node: QdiscNode, to device: inout Device, _ step: TrafficStep) throws(NetlinkError) {
+        guard !device.qdiscs.contains(where: { $0.handle == node.handle && node.handle != .ingress }) else {
+            throw error(EEXIST, step)
+        }
+        if node.parent == .root {
+            guard let root = device.qdiscs.first(where: { $0.parent == .root }), root.handle == .unspecified else {
+                throw error(EEXIST, step)
+            }
+            device.qdiscs.removeAll { $0.parent == .root }
+        } else if node.parent == .ingressParent {
+            guard !device.qdiscs.contains(where: { $0.parent == .ingressParent }) else { throw error(EEXIST, step) }
+        } else {
+            guard device.classes.contains(where: { $0.classID == node.parent }) else { throw error(ENOENT, step) }
+            guard !device.qdiscs.contains(where: { $0.parent == node.parent }) else { throw error(EEXIST, step) }
+        }
+        device.qdiscs.append(Qdisc(parent: node.parent, handle: node.handle, kind: node.settings.kind, settings: node.settings))
+    }
+
+    private static func delete(
+        parent: TrafficControlHandle, handle: TrafficControlHandle, from device: inout Device, _ step: TrafficStep
+    ) throws(NetlinkError) {
+        guard let victim = device.qdiscs.first(where: { $0.parent == parent }), victim.handle != .unspecified else {
+            throw error(ENOENT, step)
+        }
+        guard handle == .unspecified || victim.handle == handle else { throw error(EINVAL, step) }
+        removeTree(victim.handle, from: &device)
+        if parent == .root {
+            device.qdiscs.append(defaultRoot)
+        }
+    }
+
+    /// Removes a qdisc with its classes, their leaf qdiscs (recursively) and its filters.
+    private static func removeTree(_ handle: TrafficControlHandle, from device: inout Device) {
+        let classes = device.classes.filter { $0.classID.qdisc == handle }.map(\.classID)
+        device.classes.removeAll { $0.classID.qdisc == handle }
+        device.filters[handle] = nil
+        let leaves = device.qdiscs.filter { classes.contains($0.parent) }.map(\.handle)
+        device.qdiscs.removeAll { $0.handle == handle }
+        for leaf in leaves {
+            removeTree(leaf, from: &device)
+        }
+    }
+
+    public static func error(_ errno: Int32, _ step: TrafficStep, message: String? = nil) -> NetlinkError {
+        NetlinkError(code: code(for: errno), operation: "\(step)", errno: errno, reason: String(cString: strerror(errno)), kernelMessage: message)
+    }
+
+    private static func code(for errno: Int32) -> NetlinkError.Code {
+        switch errno {
+        case EPERM: return .notPermitted
+        case ENODEV: return .noSuchDevice
+        case EEXIST: return .exists
+        case ENOENT: return .notFound
+        case EOPNOTSUPP: return .unsupported
+        case EINVAL: return .invalid
+        default: return .other
+        }
+    }
+}
