@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# linkcond demo: linkcondd shapes one end of a veth pair between two throwaway namespaces, and
+# this script switches it through Slow Net, Nasty Net and Black Hole while measuring real
+# traffic, then prints measured vs promised. Runs as root on a kernel with netem; `make demo`
+# (scripts/demo) decides whether that is this machine or a VM.
+set -euo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+BIN=${LINKCOND_BIN:-$REPO/.build/debug}
+[[ $EUID == 0 ]] || { echo "demo: needs root" >&2; exit 2; }
+[[ -x $BIN/linkcondd && -x $BIN/linkcond ]] || { echo "demo: no linkcondd/linkcond in $BIN; run 'swift build'" >&2; exit 2; }
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+: >"$RESULTS"
+cleanup() {
+    set +e
+    daemon_stop TERM
+    server_stop
+    topo_down
+}
+trap cleanup EXIT
+
+# row PROFILE WHAT PROMISED MEASURED
+row() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$WORK/demo.tsv"; printf '  %-11s %-34s promised %-16s measured %s\n' "$@"; }
+json() { jq -r "$2" "$1" 2>/dev/null || echo "?"; }
+rtt() { probe_cli 120 rtt --target "udp:$S4:7" --target "udp:$S4:53" --target "tcp:$S4:22" --rounds "$1" --interval 0.3 --timeout 3 >"$WORK/rtt.json" || true; }
+median() { json "$WORK/rtt.json" ".[] | select(.target == \"$1\") | .median_ms // \"lost\""; }
+extra() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 == a && b + 0 == b) printf "%.0f ms", a - b; else print "lost" }'; }
+
+echo "linkcond demo on $(uname -r): linkcondd shapes veth-c in namespace $NS_C; the servers live in $NS_S."
+topo_up
+server_start
+daemon_start
+snapshot "$WORK/snap.before"
+echo
+echo "Unshaped round trip:"
+rtt 5
+base_udp=$(median "udp:$S4:7")
+base_dns=$(median "udp:$S4:53")
+base_ssh=$(median "tcp:$S4:22")
+printf '  %s ms (UDP echo), %s ms (DNS port), %s ms (SSH port)\n' "$base_udp" "$base_dns" "$base_ssh"
+
+echo
+echo "$ linkcond activate 'Slow Net'"
+lc activate "Slow Net" | sed 's/^/  /'
+rtt 8
+row "Slow Net" "extra round trip" "200 ms" "$(extra "$(median "udp:$S4:7")" "$base_udp")"
+row "Slow Net" "extra round trip to DNS (port 53)" "400 ms" "$(extra "$(median "udp:$S4:53")" "$base_dns")"
+row "Slow Net" "extra round trip to SSH (exempt)" "0 ms" "$(extra "$(median "tcp:$S4:22")" "$base_ssh")"
+probe_cli 60 throughput --dir down --host "$S4" --ctl "$CTL" --duration 10 --skip 2 >"$WORK/tput.json" || true
+row "Slow Net" "download rate (link level)" "32 kbit/s" "$(json "$WORK/tput.json" '((.link_bps // 0) / 100 | round) / 10 | tostring + " kbit/s"')"
+
+echo
+echo "$ linkcond activate 'Nasty Net'      # switched in place: no gap, connections survive"
+lc activate "Nasty Net" | sed 's/^/  /'
+probe_cli 60 loss --ctl "$CTL" --count 1000 --task "up:$S4" --task "down:$S4" >"$WORK/loss.json" || true
+for dir in up down; do
+    got=$(json "$WORK/loss.json" ".[] | select(.task == \"$dir:$S4\") | .received")
+    row "Nasty Net" "${dir}link packets lost" "90%" "$(awk -v g="$got" 'BEGIN { if (g + 0 == g) printf "%.1f%% (%d of 1000 arrived)", 100 - g / 10, g; else print "?" }')"
+done
+
+echo
+echo "$ linkcond activate 'Black Hole'"
+lc activate "Black Hole" | sed 's/^/  /'
+probe_cli 60 loss --ctl "$CTL" --count 500 --task "up:$S4" --task "down:$S4" >"$WORK/loss.json" || true
+row "Black Hole" "uplink packets delivered" "all" "$(json "$WORK/loss.json" ".[] | select(.task == \"up:$S4\") | .received") of 500"
+row "Black Hole" "downlink packets delivered" "none" "$(json "$WORK/loss.json" ".[] | select(.task == \"down:$S4\") | .received") of 500"
+tcp_echo_ok "$S4" 22 && ssh_state="reachable" || ssh_state="unreachable"
+row "Black Hole" "SSH (TCP port 22)" "reachable" "$ssh_state"
+
+echo
+echo "$ linkcond off"
+lc off | sed 's/^/  /'
+snapshot "$WORK/snap.after"
+diff -q "$WORK/snap.before" "$WORK/snap.after" >/dev/null && restored="yes, identical" || restored="no, see $WORK"
+row "off" "interface exactly as before" "yes" "$restored"
+
+echo
+echo "Summary (measured with real packets through the kernel's netem):"
+awk -F'\t' '{ printf "  %-11s %-34s promised %-16s measured %s\n", $1, $2, $3, $4 }' "$WORK/demo.tsv"

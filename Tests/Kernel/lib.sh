@@ -1,0 +1,286 @@
+# Shared helpers for the linkcond kernel suite. Source from bash; needs root inside the VM.
+# shellcheck shell=bash
+
+KDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$KDIR/../.." && pwd)
+PROBE="$KDIR/probe.py"
+
+NS_C=lc-cli
+NS_S=lc-srv
+IF_C=veth-c
+IF_S=veth-s
+IFB=lc-veth-c
+C4=10.77.0.1
+S4=10.77.0.2
+C6=fd77::1
+S6=fd77::2
+
+WORK=${LC_WORK:-/tmp/lc-kernel}
+SOCK="$WORK/linkcond.sock"
+CTL="$WORK/probe.sock"
+RESULTS="$WORK/results.tsv"
+DAEMON_LOG="$WORK/linkcondd.log"
+DAEMON_PID=""
+SERVER_PID=""
+
+log() { printf '\n=== [%ds] %s\n' "$SECONDS" "$*"; }
+note() { printf '    %s\n' "$*"; }
+
+cli() { ip netns exec "$NS_C" "$@"; }
+srv() { ip netns exec "$NS_S" "$@"; }
+
+# ------------------------------------------------------------------ topology
+
+topo_up() {
+    topo_down
+    ip netns add "$NS_C"
+    ip netns add "$NS_S"
+    ip link add "$IF_C" netns "$NS_C" type veth peer name "$IF_S" netns "$NS_S"
+    ip -n "$NS_C" link set lo up
+    ip -n "$NS_S" link set lo up
+    ip -n "$NS_C" addr add "$C4/24" dev "$IF_C"
+    ip -n "$NS_S" addr add "$S4/24" dev "$IF_S"
+    ip -n "$NS_C" addr add "$C6/64" dev "$IF_C" nodad
+    ip -n "$NS_S" addr add "$S6/64" dev "$IF_S" nodad
+    cli ethtool -K "$IF_C" tso off gso off gro off >/dev/null
+    srv ethtool -K "$IF_S" tso off gso off gro off >/dev/null
+    ip -n "$NS_C" link set "$IF_C" up
+    ip -n "$NS_S" link set "$IF_S" up
+    local i
+    for i in $(seq 100); do
+        if cli ip link show "$IF_C" | grep -q 'state UP' && srv ip link show "$IF_S" | grep -q 'state UP'; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "topology: $IF_C / $IF_S did not come up" >&2
+    return 1
+}
+
+# tcp_echo_ok HOST PORT: one echo round trip over TCP, without starting Python.
+tcp_echo_ok() {
+    cli timeout 10 bash -c 'exec 3<>"/dev/tcp/$1/$2" && echo lc-echo >&3 && read -r -t 8 x <&3 && [[ $x == lc-echo ]]' _ "$1" "$2"
+}
+
+topo_down() {
+    ip netns del "$NS_C" 2>/dev/null || true
+    ip netns del "$NS_S" 2>/dev/null || true
+}
+
+# Everything a user could see of the interface: qdiscs, ingress filters, link details, IFB devices.
+snapshot() {
+    {
+        echo "# tc qdisc show dev $IF_C"
+        cli tc qdisc show dev "$IF_C"
+        echo "# tc filter show dev $IF_C ingress"
+        cli tc filter show dev "$IF_C" ingress 2>&1
+        echo "# ip -d link show dev $IF_C"
+        cli ip -d link show dev "$IF_C"
+        echo "# ip link show type ifb"
+        cli ip link show type ifb
+    } 2>&1 | sed -E 's/direct_packets_stat [0-9]+/direct_packets_stat N/' >"$1"
+}
+
+# check_snapshot NAME BEFORE_FILE: compares the interface now with BEFORE_FILE.
+check_snapshot() {
+    local name=$1 before=$2 now="$WORK/snap.now"
+    snapshot "$now"
+    if diff -u "$before" "$now" >"$WORK/snap.diff"; then
+        record "$name" "interface as before" "identical" "exact" PASS
+    else
+        record "$name" "interface as before" "differs" "exact" FAIL
+        sed 's/^/      /' "$WORK/snap.diff"
+    fi
+}
+
+# ------------------------------------------------------------------ probe server
+
+server_start() {
+    rm -f "$CTL"
+    # not through srv(): $! must be the process itself, so signals reach it
+    ip netns exec "$NS_S" timeout 1800 python3 "$PROBE" serve --ctl "$CTL" 2>>"$WORK/probe-server.log" &
+    SERVER_PID=$!
+    local i
+    for i in $(seq 300); do
+        [[ -S $CTL ]] && tcp_echo_ok "$S4" 22 && tcp_echo_ok "$S6" 22 && return 0
+        kill -0 "$SERVER_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "probe server did not start:" >&2
+    cat "$WORK/probe-server.log" >&2
+    return 1
+}
+
+server_stop() {
+    if [[ -n $SERVER_PID ]]; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+        SERVER_PID=""
+    fi
+}
+
+# probe_cli SECONDS ARGS...: run probe.py in the client namespace with a hard time limit.
+probe_cli() {
+    local t=$1
+    shift
+    cli timeout "$t" python3 "$PROBE" "$@"
+}
+
+# ------------------------------------------------------------------ daemon
+
+BIN=${LINKCOND_BIN:-}
+PROFILES=${LINKCOND_PROFILES:-$REPO/profiles}
+
+# lc ARGS...: the client, with a time limit; stdout and stderr go to the caller.
+lc() { timeout 30 "$BIN/linkcond" --socket "$SOCK" "$@"; }
+
+# lc_capture ARGS...: runs the client; sets LC_RC, LC_OUT, LC_ERR.
+lc_capture() {
+    LC_RC=0
+    timeout 30 "$BIN/linkcond" --socket "$SOCK" "$@" >"$WORK/lc.out" 2>"$WORK/lc.err" || LC_RC=$?
+    LC_OUT=$(cat "$WORK/lc.out")
+    LC_ERR=$(cat "$WORK/lc.err")
+    printf '    $ linkcond %s -> exit %s\n' "$*" "$LC_RC"
+    [[ -z $LC_OUT ]] || printf '%s\n' "$LC_OUT" | sed 's/^/      out: /' | head -20
+    [[ -z $LC_ERR ]] || printf '%s\n' "$LC_ERR" | sed 's/^/      err: /' | head -20
+}
+
+daemon_start() {
+    rm -f "$SOCK"
+    echo "--- linkcondd start $(date +%T)" >>"$DAEMON_LOG"
+    ip netns exec "$NS_C" "$BIN/linkcondd" --interface "$IF_C" --socket "$SOCK" --profiles "$PROFILES" \
+        --log-level debug 2>>"$DAEMON_LOG" >>"$DAEMON_LOG" &
+    DAEMON_PID=$!
+    local i
+    for i in $(seq 150); do
+        if timeout 10 "$BIN/linkcond" --socket "$SOCK" status >/dev/null 2>&1; then
+            return 0
+        fi
+        if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+            wait "$DAEMON_PID" 2>/dev/null || true
+            DAEMON_PID=""
+            break
+        fi
+        sleep 0.2
+    done
+    echo "linkcondd did not become ready; log tail:" >&2
+    tail -30 "$DAEMON_LOG" >&2
+    return 1
+}
+
+# daemon_stop [SIGNAL]: sets DAEMON_RC (124 if it had to be killed).
+daemon_stop() {
+    local sig=${1:-TERM} i
+    DAEMON_RC=""
+    [[ -n $DAEMON_PID ]] || return 0
+    kill -"$sig" "$DAEMON_PID" 2>/dev/null || true
+    for i in $(seq 150); do
+        kill -0 "$DAEMON_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$DAEMON_PID" 2>/dev/null; then
+        kill -KILL "$DAEMON_PID" 2>/dev/null || true
+        wait "$DAEMON_PID" 2>/dev/null || true
+        DAEMON_RC=124
+    else
+        DAEMON_RC=0
+        wait "$DAEMON_PID" 2>/dev/null || DAEMON_RC=$?
+    fi
+    DAEMON_PID=""
+}
+
+# run_capture SECONDS CMD...: sets RC and OUT (stdout+stderr together).
+run_capture() {
+    local t=$1
+    shift
+    RC=0
+    OUT=$(timeout "$t" "$@" 2>&1) || RC=$?
+}
+
+# ------------------------------------------------------------------ assertions
+
+# record CHECK PROMISED MEASURED TOLERANCE PASS|FAIL
+record() {
+    printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$RESULTS"
+    printf '%s  %s: measured %s, expected %s (tolerance %s)\n' "$5" "$1" "$3" "$2" "$4"
+}
+
+# awk-evaluated condition over numbers: fcond "a b" 'a < b'
+fcond() { awk -v v="$1" "BEGIN { split(v, x, \" \"); a = x[1]; b = x[2]; c = x[3]; exit !($2) }"; }
+
+# check_rel NAME MEASURED EXPECTED PCT UNIT [DETAIL]: |measured - expected| <= pct% of expected.
+check_rel() {
+    local name=$1 m=$2 e=$3 pct=$4 unit=$5 detail=${6:-} st=FAIL lo hi
+    lo=$(awk -v e="$e" -v p="$pct" 'BEGIN { printf "%.4g", e * (1 - p / 100) }')
+    hi=$(awk -v e="$e" -v p="$pct" 'BEGIN { printf "%.4g", e * (1 + p / 100) }')
+    if [[ $m != null && -n $m ]] && fcond "$m $lo $hi" 'a >= b && a <= c'; then st=PASS; fi
+    record "$name" "$e $unit" "$m $unit$detail" "±$pct% [$lo, $hi]" "$st"
+}
+
+# check_range NAME MEASURED LO HI UNIT PROMISED [DETAIL]
+check_range() {
+    local name=$1 m=$2 lo=$3 hi=$4 unit=$5 promised=$6 detail=${7:-} st=FAIL
+    if [[ $m != null && -n $m ]] && fcond "$m $lo $hi" 'a >= b && a <= c'; then st=PASS; fi
+    record "$name" "$promised" "$m $unit$detail" "[$lo, $hi] $unit" "$st"
+}
+
+# check_max NAME MEASURED MAX UNIT PROMISED
+check_max() {
+    local name=$1 m=$2 max=$3 unit=$4 promised=$5 st=FAIL
+    if [[ $m != null && -n $m ]] && fcond "$m $max" 'a <= b'; then st=PASS; fi
+    record "$name" "$promised" "$m $unit" "<= $max $unit" "$st"
+}
+
+# check_rc NAME RC WANT(0|nonzero) PROMISED
+check_rc() {
+    local name=$1 rc=$2 want=$3 st=FAIL
+    if [[ $want == 0 && $rc == 0 ]] || [[ $want == nonzero && $rc != 0 && $rc != 124 ]]; then st=PASS; fi
+    record "$name" "$4" "exit $rc" "exit ${want/nonzero/!=0}" "$st"
+}
+
+# check_contains NAME TEXT NEEDLE: case-insensitive substring.
+check_contains() {
+    local name=$1 text=$2 needle=$3 st=FAIL shown
+    if grep -qiF -- "$needle" <<<"$text"; then st=PASS; fi
+    shown=$(printf '%s' "$text" | tr '\n\t' '  ' | cut -c1-90)
+    record "$name" "mentions '$needle'" "\"$shown\"" "substring" "$st"
+}
+
+# check_bool NAME PROMISED MEASURED CONDITION_EXIT_STATUS
+check_bool() {
+    local st=FAIL
+    [[ $4 == 0 ]] && st=PASS
+    record "$1" "$2" "$3" "exact" "$st"
+}
+
+# binomial_interval N P Z -> "lo hi" for the count of successes.
+binomial_interval() {
+    awk -v n="$1" -v p="$2" -v z="$3" 'BEGIN {
+        m = n * p; s = sqrt(n * p * (1 - p))
+        lo = m - z * s; hi = m + z * s; if (lo < 0) lo = 0
+        printf "%d %d\n", int(lo + 0.999999), int(hi) }'
+}
+
+summary_table() {
+    local total pass fail
+    total=$(wc -l <"$RESULTS")
+    fail=$(awk -F'\t' '$5 == "FAIL"' "$RESULTS" | wc -l)
+    pass=$((total - fail))
+    printf '\n%s\n' "================================ linkcond kernel suite summary"
+    {
+        printf 'CHECK\tPROMISED\tMEASURED\tTOLERANCE\tRESULT\n'
+        cat "$RESULTS"
+    } | awk -F'\t' '
+        { for (i = 1; i <= NF; i++) { c[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } n = NR }
+        END {
+            split("48 44 64 26 6", cap, " ")
+            for (i = 1; i <= 5; i++) if (w[i] > cap[i]) w[i] = cap[i]
+            for (r = 1; r <= n; r++) {
+                line = ""
+                for (i = 1; i <= 5; i++) line = line sprintf("%-" w[i] "s  ", substr(c[r, i], 1, w[i]))
+                print line
+            }
+        }'
+    printf '%d checks: %d passed, %d failed\n' "$total" "$pass" "$fail"
+    [[ $fail == 0 ]]
+}

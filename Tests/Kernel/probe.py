@@ -1,0 +1,582 @@
+#!/usr/bin/env python3
+"""Packet-level measurements for the linkcond kernel suite (standard library only).
+
+serve       all servers in one process (run in the server namespace):
+              UDP echo 7 and 53, TCP echo 22 and 53, TCP sink 5001 (upload),
+              TCP source 5002 (download), UDP counter/blaster 9000,
+              and a control channel on a Unix socket (never crosses the shaped link).
+rtt         round trips to several targets, interleaved, one JSON object per target.
+throughput  TCP bulk transfer, goodput measured at the receiver over a steady-state window.
+loss        numbered UDP datagrams one way, counted at the receiver.
+session     hold one TCP echo connection open until a file appears, then echo again.
+
+Every client command prints one JSON document on stdout.
+"""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import struct
+import sys
+import threading
+import time
+
+UDP_ECHO_PORTS = (7, 53)
+TCP_ECHO_PORTS = (22, 53)
+SINK_PORT = 5001
+SOURCE_PORT = 5002
+COUNTER_PORT = 9000
+MAGIC = b"LCPR"
+SEG = struct.Struct("!4sQI")  # magic, run id, sequence number
+
+
+def now():
+    return time.monotonic()
+
+
+def parse_target(spec):
+    """udp:HOST:PORT, tcp:HOST:PORT, tcpconnect:HOST:PORT; IPv6 hosts in brackets."""
+    kind, rest = spec.split(":", 1)
+    if rest.startswith("["):
+        host, port = rest[1:].split("]:", 1)
+    else:
+        host, port = rest.rsplit(":", 1)
+    if kind not in ("udp", "tcp", "tcpconnect"):
+        raise SystemExit("unknown target kind: %s" % kind)
+    return kind, host, int(port)
+
+
+def family_of(host):
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def dual_stack(kind, port):
+    s = socket.socket(socket.AF_INET6, kind)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.bind(("::", port))
+    return s
+
+
+def v4mapped(addr):
+    """Address tuple usable with a dual-stack socket."""
+    host = addr[0]
+    if ":" not in host:
+        host = "::ffff:" + host
+    return (host, addr[1], 0, 0)
+
+
+def big_rcvbuf(s, size=4 << 20):
+    """As root, exceed net.core.rmem_max: a slow (emulated) reader must not drop datagrams."""
+    try:
+        s.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), size)
+    except OSError:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
+
+
+def spawn(fn, *args):
+    t = threading.Thread(target=fn, args=args, daemon=True)
+    t.start()
+    return t
+
+
+# ---------------------------------------------------------------- server
+
+class Server:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.counts = {}      # run id -> set of sequence numbers (UDP counter)
+        self.sinks = {}       # run id -> [(t, cumulative bytes)]
+        self.counter = None
+
+    def udp_echo(self, port):
+        s = dual_stack(socket.SOCK_DGRAM, port)
+        while True:
+            data, addr = s.recvfrom(65535)
+            try:
+                s.sendto(data, addr)
+            except OSError:
+                pass
+
+    def tcp_echo_conn(self, c):
+        with c:
+            c.settimeout(600)
+            try:
+                while True:
+                    data = c.recv(65536)
+                    if not data:
+                        return
+                    c.sendall(data)
+            except OSError:
+                return
+
+    def tcp_echo(self, port):
+        s = dual_stack(socket.SOCK_STREAM, port)
+        s.listen(64)
+        while True:
+            c, _ = s.accept()
+            spawn(self.tcp_echo_conn, c)
+
+    def sink_conn(self, c):
+        with c:
+            c.settimeout(120)
+            try:
+                head = b""
+                while len(head) < 8:
+                    chunk = c.recv(8 - len(head))
+                    if not chunk:
+                        return
+                    head += chunk
+                rid = struct.unpack("!Q", head)[0]
+                series = [(now(), 0)]
+                with self.lock:
+                    self.sinks[rid] = series
+                total = 0
+                while True:
+                    n = len(c.recv(65536))
+                    if n == 0:
+                        return
+                    total += n
+                    t = now()
+                    if t - series[-1][0] >= 0.01 or len(series) == 1:
+                        series.append((t, total))
+                    else:
+                        series[-1] = (t, total)
+            except OSError:
+                return
+
+    def source_conn(self, c):
+        with c:
+            c.settimeout(120)
+            buf = b"\0" * 65536
+            try:
+                while True:
+                    c.sendall(buf)
+            except OSError:
+                return
+
+    def accept_loop(self, port, handler, rcvbuf=None):
+        s = dual_stack(socket.SOCK_STREAM, port)
+        if rcvbuf:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        s.listen(16)
+        while True:
+            c, _ = s.accept()
+            spawn(handler, c)
+
+    def udp_counter(self):
+        s = self.counter
+        while True:
+            data, _ = s.recvfrom(65535)
+            if len(data) < SEG.size:
+                continue
+            magic, rid, seq = SEG.unpack_from(data)
+            if magic != MAGIC:
+                continue
+            with self.lock:
+                self.counts.setdefault(rid, set()).add(seq)
+
+    def blast(self, host, port, rid, count, gap):
+        dst = v4mapped((host, port))
+        pad = b"\0" * 32
+        t0 = now()
+        for seq in range(count):
+            try:
+                self.counter.sendto(SEG.pack(MAGIC, rid, seq) + pad, dst)
+            except OSError:
+                pass
+            pace(t0, seq + 1, gap)
+        return now() - t0
+
+    def control(self, c):
+        with c:
+            f = c.makefile("rwb")
+            req = json.loads(f.readline())
+            op = req["op"]
+            if op == "ping":
+                rep = {"ok": True}
+            elif op == "count":
+                with self.lock:
+                    rep = {"received": len(self.counts.get(req["id"], ()))}
+            elif op == "sink":
+                with self.lock:
+                    rep = {"series": list(self.sinks.get(req["id"], []))}
+            elif op == "blast":
+                took = self.blast(req["host"], req["port"], req["id"], req["count"], req["gap"])
+                rep = {"sent": req["count"], "seconds": took}
+            else:
+                rep = {"error": "unknown op %s" % op}
+            f.write(json.dumps(rep).encode() + b"\n")
+            f.flush()
+
+    def run(self, ctl_path, sink_rcvbuf):
+        for p in UDP_ECHO_PORTS:
+            spawn(self.udp_echo, p)
+        for p in TCP_ECHO_PORTS:
+            spawn(self.tcp_echo, p)
+        spawn(self.accept_loop, SINK_PORT, self.sink_conn, sink_rcvbuf)
+        spawn(self.accept_loop, SOURCE_PORT, self.source_conn)
+        self.counter = dual_stack(socket.SOCK_DGRAM, COUNTER_PORT)
+        big_rcvbuf(self.counter)
+        spawn(self.udp_counter)
+        try:
+            os.unlink(ctl_path)
+        except FileNotFoundError:
+            pass
+        ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ctl.bind(ctl_path)
+        ctl.listen(16)
+        print("probe server ready", file=sys.stderr, flush=True)
+        while True:
+            c, _ = ctl.accept()
+            spawn(self.control, c)
+
+
+def ctl_call(path, req, timeout=120):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(path)
+    with s:
+        f = s.makefile("rwb")
+        f.write(json.dumps(req).encode() + b"\n")
+        f.flush()
+        line = f.readline()
+    if not line:
+        raise SystemExit("control channel closed without reply")
+    return json.loads(line)
+
+
+def pace(t0, n, gap):
+    delay = t0 + n * gap - now()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def run_id():
+    return int.from_bytes(os.urandom(8), "big") >> 1
+
+
+# ---------------------------------------------------------------- rtt
+
+def rtt_udp(host, port, timeout):
+    s = socket.socket(family_of(host), socket.SOCK_DGRAM)
+    try:
+        s.settimeout(timeout)
+        s.connect((host, port))
+        token = os.urandom(16)
+        t0 = now()
+        s.send(token)
+        deadline = t0 + timeout
+        while True:
+            s.settimeout(max(0.001, deadline - now()))
+            try:
+                data = s.recv(2048)
+            except (socket.timeout, ConnectionRefusedError):
+                return None, None
+            if data == token:
+                return (now() - t0) * 1000.0, None
+    finally:
+        s.close()
+
+
+def rtt_tcp(host, port, timeout, echo):
+    s = socket.socket(family_of(host), socket.SOCK_STREAM)
+    try:
+        s.settimeout(timeout)
+        t0 = now()
+        try:
+            s.connect((host, port))
+        except OSError:
+            return None, None
+        connect_ms = (now() - t0) * 1000.0
+        if not echo:
+            return connect_ms, None
+        token = os.urandom(16)
+        t1 = now()
+        try:
+            s.sendall(token)
+            got = b""
+            while len(got) < len(token):
+                chunk = s.recv(len(token) - len(got))
+                if not chunk:
+                    return connect_ms, None
+                got += chunk
+        except OSError:
+            return connect_ms, None
+        if got != token:
+            return connect_ms, None
+        return connect_ms, (now() - t1) * 1000.0
+    finally:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+
+
+def summary(samples):
+    if not samples:
+        return {"median_ms": None, "min_ms": None, "max_ms": None}
+    return {
+        "median_ms": round(statistics.median(samples), 3),
+        "min_ms": round(min(samples), 3),
+        "max_ms": round(max(samples), 3),
+    }
+
+
+def cmd_rtt(a):
+    targets = [parse_target(t) for t in a.target]
+    res = [{"target": spec, "sent": 0, "received": 0, "samples": [], "echo": []}
+           for spec in a.target]
+    for _ in range(a.rounds):
+        for (kind, host, port), r in zip(targets, res):
+            t0 = now()
+            r["sent"] += 1
+            if kind == "udp":
+                ms, _ = rtt_udp(host, port, a.timeout)
+                echo_ms = None
+            else:
+                ms, echo_ms = rtt_tcp(host, port, a.timeout, kind == "tcp")
+                if kind == "tcp" and echo_ms is None:
+                    ms = None
+            if ms is not None:
+                r["received"] += 1
+                r["samples"].append(round(ms, 3))
+                if echo_ms is not None:
+                    r["echo"].append(round(echo_ms, 3))
+            pace(t0, 1, a.interval)
+    out = []
+    for r in res:
+        d = {"target": r["target"], "sent": r["sent"], "received": r["received"]}
+        d.update(summary(r["samples"]))
+        if r["echo"]:
+            d["echo_median_ms"] = round(statistics.median(r["echo"]), 3)
+        d["samples_ms"] = r["samples"]
+        out.append(d)
+    json.dump(out, sys.stdout, indent=1)
+    print()
+
+
+# ---------------------------------------------------------------- throughput
+
+def steady_rate(series, skip, duration):
+    """Goodput between the first arrival at or after first+skip and the last at or before
+    first+duration; bytes counted are those arriving strictly after the window's start point."""
+    pts = [p for p in series if p[1] > 0]
+    if len(pts) < 3:
+        return None, 0, 0.0
+    first = pts[0][0]
+    win = [p for p in pts if first + skip <= p[0] <= first + duration]
+    if len(win) < 2:
+        return None, 0, 0.0
+    (ta, ba), (tb, bb) = win[0], win[-1]
+    if tb <= ta:
+        return None, 0, 0.0
+    return (bb - ba) * 8.0 / (tb - ta), bb - ba, tb - ta
+
+
+def cmd_throughput(a):
+    host = a.host
+    rid = run_id()
+    fam = family_of(host)
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(a.duration + 30)
+    if a.dir == "down" and a.rcvbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, a.rcvbuf)
+    s.connect((host, SINK_PORT if a.dir == "up" else SOURCE_PORT))
+    t_start = now()
+    series = [(t_start, 0)]
+    if a.dir == "up":
+        s.sendall(struct.pack("!Q", rid))
+        buf = b"\0" * 16384
+        s.settimeout(1.0)
+        while now() - t_start < a.duration + a.skip:
+            try:
+                s.send(buf)
+            except socket.timeout:
+                pass
+        series = [tuple(p) for p in ctl_call(a.ctl, {"op": "sink", "id": rid})["series"]]
+    else:
+        total = 0
+        s.settimeout(1.0)
+        while now() - t_start < a.duration + a.skip:
+            try:
+                n = len(s.recv(65536))
+            except socket.timeout:
+                continue
+            if n == 0:
+                break
+            total += n
+            t = now()
+            if t - series[-1][0] >= 0.01 or len(series) == 1:
+                series.append((t, total))
+            else:
+                series[-1] = (t, total)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    rate, nbytes, secs = steady_rate(series, a.skip, a.duration + a.skip)
+    link = rate * a.frame / a.payload if rate is not None else None
+    json.dump({
+        "dir": a.dir, "host": host,
+        "goodput_bps": round(rate, 1) if rate is not None else None,
+        "link_bps": round(link, 1) if link is not None else None,
+        "window_bytes": nbytes, "window_s": round(secs, 3),
+        "total_bytes": series[-1][1] if series else 0,
+        "frame_bytes": a.frame, "payload_bytes": a.payload,
+        **({"series": [(round(t - series[0][0], 4), b) for t, b in series]} if a.series else {}),
+    }, sys.stdout)
+    print()
+
+
+# ---------------------------------------------------------------- loss
+
+def cmd_loss(a):
+    out = []
+    for task in a.task:
+        direction, host = task.split(":", 1)
+        rid = run_id()
+        fam = family_of(host)
+        if direction == "up":
+            s = socket.socket(fam, socket.SOCK_DGRAM)
+            s.connect((host, COUNTER_PORT))
+            pad = b"\0" * 32
+            t0 = now()
+            for seq in range(a.count):
+                try:
+                    s.send(SEG.pack(MAGIC, rid, seq) + pad)
+                except OSError:
+                    pass
+                pace(t0, seq + 1, a.gap)
+            s.close()
+            time.sleep(a.grace)
+            got = ctl_call(a.ctl, {"op": "count", "id": rid})["received"]
+        elif direction == "down":
+            probe = socket.socket(fam, socket.SOCK_DGRAM)
+            probe.connect((host, COUNTER_PORT))
+            local = probe.getsockname()[0]
+            probe.close()
+            s = socket.socket(fam, socket.SOCK_DGRAM)
+            big_rcvbuf(s)
+            s.bind((local, 0))
+            port = s.getsockname()[1]
+            seen = set()
+            done = threading.Event()
+            reply = {}
+
+            def ask():
+                reply.update(ctl_call(a.ctl, {"op": "blast", "host": local, "port": port,
+                                              "id": rid, "count": a.count, "gap": a.gap}))
+                done.set()
+
+            spawn(ask)
+            deadline = None
+            s.settimeout(0.2)
+            while True:
+                if done.is_set() and deadline is None:
+                    deadline = now() + a.grace
+                if deadline is not None and now() >= deadline:
+                    break
+                try:
+                    data = s.recv(2048)
+                except socket.timeout:
+                    continue
+                if len(data) >= SEG.size:
+                    magic, r, seq = SEG.unpack_from(data)
+                    if magic == MAGIC and r == rid:
+                        seen.add(seq)
+            s.close()
+            got = len(seen)
+        else:
+            raise SystemExit("task must be up:HOST or down:HOST")
+        out.append({"task": task, "sent": a.count, "received": got,
+                    "ratio": round(got / a.count, 4)})
+    json.dump(out, sys.stdout, indent=1)
+    print()
+
+
+# ---------------------------------------------------------------- session
+
+def cmd_session(a):
+    kind, host, port = parse_target(a.target)
+    res = {"target": a.target, "connected": False, "before": False, "after": False}
+    s = socket.socket(family_of(host), socket.SOCK_STREAM)
+    s.settimeout(a.timeout)
+
+    def echo(tag):
+        token = tag + os.urandom(8)
+        s.sendall(token)
+        got = b""
+        while len(got) < len(token):
+            chunk = s.recv(64)
+            if not chunk:
+                break
+            got += chunk
+        return got == token
+
+    try:
+        s.connect((host, port))
+        res["connected"] = True
+        res["before"] = echo(b"before")
+        print("session open", file=sys.stderr, flush=True)
+        deadline = now() + a.wait
+        while not os.path.exists(a.until) and now() < deadline:
+            time.sleep(0.1)
+        res["after"] = echo(b"after")
+    except OSError as e:
+        res["error"] = str(e)
+    finally:
+        s.close()
+    json.dump(res, sys.stdout)
+    print()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    sp = sub.add_parser("serve")
+    sp.add_argument("--ctl", required=True)
+    sp.add_argument("--sink-rcvbuf", type=int, default=0,
+                    help="upload receive buffer, 0 = kernel autotuning; a small one makes a slow "
+                         "reader drop segments that already crossed the shaper")
+
+    sp = sub.add_parser("rtt")
+    sp.add_argument("--target", action="append", required=True)
+    sp.add_argument("--rounds", type=int, default=15)
+    sp.add_argument("--interval", type=float, default=0.3)
+    sp.add_argument("--timeout", type=float, default=3.0)
+
+    sp = sub.add_parser("throughput")
+    sp.add_argument("--dir", choices=("up", "down"), required=True)
+    sp.add_argument("--host", required=True)
+    sp.add_argument("--ctl", required=True)
+    sp.add_argument("--duration", type=float, default=17.0, help="measured window, seconds")
+    sp.add_argument("--skip", type=float, default=3.0, help="start-up excluded, seconds")
+    sp.add_argument("--rcvbuf", type=int, default=0,
+                    help="download receive buffer, 0 = kernel autotuning")
+    sp.add_argument("--frame", type=int, default=1514, help="link bytes per full segment")
+    sp.add_argument("--payload", type=int, default=1448, help="TCP payload per full segment")
+    sp.add_argument("--series", action="store_true", help="include the arrival series")
+
+    sp = sub.add_parser("loss")
+    sp.add_argument("--task", action="append", required=True, help="up:HOST or down:HOST")
+    sp.add_argument("--ctl", required=True)
+    sp.add_argument("--count", type=int, default=2000)
+    sp.add_argument("--gap", type=float, default=0.001, help="seconds between datagrams")
+    sp.add_argument("--grace", type=float, default=1.5)
+
+    sp = sub.add_parser("session")
+    sp.add_argument("--target", required=True)
+    sp.add_argument("--until", required=True, help="file whose appearance ends the wait")
+    sp.add_argument("--wait", type=float, default=300)
+    sp.add_argument("--timeout", type=float, default=30)
+
+    a = p.parse_args()
+    if a.cmd == "serve":
+        Server().run(a.ctl, a.sink_rcvbuf)
+    else:
+        {"rtt": cmd_rtt, "throughput": cmd_throughput, "loss": cmd_loss,
+         "session": cmd_session}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()
