@@ -197,6 +197,23 @@ run_capture() {
     OUT=$(timeout "$t" "$@" 2>&1) || RC=$?
 }
 
+# wait_drained [SECONDS]: until no queue on the interface or the IFB holds a packet. A bulk
+# transfer leaves up to a full netem queue behind it, which takes seconds to leave a 32 kbit/s
+# link; the next measurement's handshake would wait behind it.
+wait_drained() {
+    local limit=${1:-60} i queued
+    for i in $(seq $((limit * 5))); do
+        queued=$( {
+            cli tc -s -j qdisc show dev "$IF_C"
+            cli tc -s -j qdisc show dev "$IFB" 2>/dev/null || echo '[]'
+        } | jq -s '[.[][] | .qlen // 0] | add // 0')
+        [[ $queued == 0 ]] && return 0
+        sleep 0.2
+    done
+    echo "queues still hold $queued packets after ${limit}s" >&2
+    return 1
+}
+
 # ------------------------------------------------------------------ assertions
 
 # record CHECK PROMISED MEASURED TOLERANCE PASS|FAIL

@@ -161,6 +161,7 @@ for t in "${TARGETS[@]}"; do
 done
 
 for dir in up down; do
+    wait_drained 60 || true
     probe_cli 90 throughput --dir "$dir" --host "$S4" --ctl "$CTL" --duration 17 --skip 3 >"$WORK/tput.$dir.json" || true
     note "throughput $dir: $(cat "$WORK/tput.$dir.json")"
     g=$(json "$WORK/tput.$dir.json" '.goodput_bps')
