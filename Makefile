@@ -1,6 +1,17 @@
 # linkcond — the commands a user runs. See README.md.
 
-.PHONY: all build test unit-test kernel-test demo clean
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+
+RELEASE := .build/release
+GENERATED := .build/generated
+
+.PHONY: all build test unit-test kernel-test demo install uninstall generated clean
 
 all: build
 
@@ -23,6 +34,52 @@ kernel-test:
 ## Setup, then a demo in throwaway namespaces: Slow Net, Nasty Net and Black Hole, measured.
 demo:
 	scripts/demo
+
+## Shell completions and man pages, generated from the command-line definitions.
+generated: build
+	rm -rf $(GENERATED) && mkdir -p $(GENERATED)
+	for tool in linkcond linkcondd; do \
+		$(RELEASE)/$$tool --generate-completion-script bash > $(GENERATED)/$$tool.bash && \
+		$(RELEASE)/$$tool --generate-completion-script zsh > $(GENERATED)/_$$tool && \
+		$(RELEASE)/$$tool --generate-completion-script fish > $(GENERATED)/$$tool.fish || exit 1; \
+	done
+	swift package --allow-writing-to-package-directory generate-manual --configuration release --multi-page \
+		--authors "linkcond contributors"
+	mkdir -p $(GENERATED)/man
+	cp .build/plugins/GenerateManual/outputs/*/*.1 $(GENERATED)/man/
+	rm -f $(GENERATED)/man/*.help.1
+
+## Installs binaries, built-in profiles, systemd units, completions and man pages under
+## $(DESTDIR)$(PREFIX). Then: systemd-sysusers; systemctl daemon-reload; systemctl enable --now linkcondd.socket linkcondd
+install: generated
+	install -Dm755 $(RELEASE)/linkcondd $(DESTDIR)$(BINDIR)/linkcondd
+	install -Dm755 $(RELEASE)/linkcond $(DESTDIR)$(BINDIR)/linkcond
+	install -d $(DESTDIR)$(DATADIR)/linkcond/profiles
+	install -m644 profiles/*.yaml $(DESTDIR)$(DATADIR)/linkcond/profiles/
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/linkcondd.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service
+	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service
+	install -m644 systemd/linkcondd.socket $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.socket
+	install -Dm644 systemd/linkcond.sysusers $(DESTDIR)$(SYSUSERSDIR)/linkcond.conf
+	install -Dm644 systemd/linkcondd.default $(DESTDIR)$(DATADIR)/doc/linkcond/linkcondd.default
+	for tool in linkcond linkcondd; do \
+		install -Dm644 $(GENERATED)/$$tool.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/$$tool && \
+		install -Dm644 $(GENERATED)/_$$tool $(DESTDIR)$(DATADIR)/zsh/site-functions/_$$tool && \
+		install -Dm644 $(GENERATED)/$$tool.fish $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/$$tool.fish || exit 1; \
+	done
+	install -d $(DESTDIR)$(MANDIR)/man1
+	install -m644 $(GENERATED)/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/linkcondd $(DESTDIR)$(BINDIR)/linkcond
+	rm -rf $(DESTDIR)$(DATADIR)/linkcond $(DESTDIR)$(DATADIR)/doc/linkcond
+	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.socket
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/linkcond.conf
+	for tool in linkcond linkcondd; do \
+		rm -f $(DESTDIR)$(DATADIR)/bash-completion/completions/$$tool $(DESTDIR)$(DATADIR)/zsh/site-functions/_$$tool \
+			$(DESTDIR)$(DATADIR)/fish/vendor_completions.d/$$tool.fish; \
+	done
+	rm -f $(DESTDIR)$(MANDIR)/man1/linkcond.*1 $(DESTDIR)$(MANDIR)/man1/linkcond.1 $(DESTDIR)$(MANDIR)/man1/linkcondd.1
 
 clean:
 	rm -rf .build

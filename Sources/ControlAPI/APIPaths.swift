@@ -3,6 +3,11 @@ public enum APIPath {
     public static let profiles = "/v1/profiles"
     public static let status = "/v1/status"
     public static let condition = "/v1/condition"
+    public static let leases = "/v1/leases"
+    public static let reload = "/v1/reload"
+    public static let history = "/v1/history"
+    /// Test hook, served only by a daemon started with `--enable-fault-injection`.
+    public static let faultInjection = "/v1/debug/fault"
 
     /// `/v1/profiles/{name}` with the name percent-encoded, so `Slow Net` and `100% Loss` survive.
     public static func profile(_ name: String) -> String {

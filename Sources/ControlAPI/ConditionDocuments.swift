@@ -4,10 +4,16 @@ public struct ActivateRequest: Codable, Sendable, Equatable {
     public var profile: String
     /// Delete a qdisc that linkcond did not create instead of refusing. It is not restored later.
     public var replaceForeign: Bool?
+    /// Make it a lease that reverts by itself after this long, e.g. `30s` (see `LeaseDuration`).
+    public var `for`: String?
+    /// Override a lease held by another client.
+    public var force: Bool?
 
-    public init(profile: String, replaceForeign: Bool? = nil) {
+    public init(profile: String, replaceForeign: Bool? = nil, for duration: String? = nil, force: Bool? = nil) {
         self.profile = profile
         self.replaceForeign = replaceForeign
+        self.for = duration
+        self.force = force
     }
 }
 
@@ -23,13 +29,16 @@ public struct StatusResponse: Codable, Sendable, Equatable {
     public var since: String
     /// Traffic that is never shaped, e.g. `tcp/22`.
     public var exemptions: [String]
+    /// Set while the condition is a lease: who holds it, until when, what comes back after.
+    public var lease: LeaseDocument?
 
-    public init(interface: String, ifb: String, active: Bool, profile: ProfileDocument?, since: String, exemptions: [String]) {
+    public init(interface: String, ifb: String, active: Bool, profile: ProfileDocument?, since: String, exemptions: [String], lease: LeaseDocument? = nil) {
         self.interface = interface
         self.ifb = ifb
         self.active = active
         self.profile = profile
         self.since = since
         self.exemptions = exemptions
+        self.lease = lease
     }
 }

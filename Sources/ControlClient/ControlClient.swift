@@ -24,12 +24,25 @@ public struct ControlClient: Sendable {
         try await request(.GET, APIPath.profile(name))
     }
 
-    public func activate(_ name: String, replaceForeign: Bool = false) async throws(ControlClientError) -> StatusResponse {
-        try await request(.PUT, APIPath.condition, body: ActivateRequest(profile: name, replaceForeign: replaceForeign ? true : nil))
+    /// Activates a profile; with `duration` (e.g. `30s`) as a lease that reverts by itself.
+    public func activate(
+        _ name: String, replaceForeign: Bool = false, for duration: String? = nil, force: Bool = false
+    ) async throws(ControlClientError) -> StatusResponse {
+        try await request(.PUT, APIPath.condition, body: ActivateRequest(
+            profile: name, replaceForeign: replaceForeign ? true : nil, for: duration, force: force ? true : nil
+        ))
     }
 
-    public func deactivate() async throws(ControlClientError) -> StatusResponse {
-        try await request(.DELETE, APIPath.condition)
+    public func deactivate(force: Bool = false) async throws(ControlClientError) -> StatusResponse {
+        try await request(.DELETE, APIPath.condition + (force ? "?force=1" : ""))
+    }
+
+    public func reload() async throws(ControlClientError) -> ReloadResponse {
+        try await request(.POST, APIPath.reload)
+    }
+
+    public func history(limit: Int) async throws(ControlClientError) -> HistoryResponse {
+        try await request(.GET, APIPath.history + "?limit=\(limit)")
     }
 
     /// Sends one request and decodes the answer, or the daemon's error document.
@@ -52,7 +65,7 @@ public struct ControlClient: Sendable {
         }
     }
 
-    private func exchange(_ method: HTTPMethod, _ path: String, payload: Data?) async throws(ControlClientError) -> (Int, Data) {
+    func exchange(_ method: HTTPMethod, _ path: String, payload: Data?) async throws(ControlClientError) -> (Int, Data) {
         do {
             let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connect(unixDomainSocketPath: socketPath) { channel in
@@ -93,7 +106,7 @@ public struct ControlClient: Sendable {
         }
     }
 
-    private func connectionError(_ error: Error) -> ControlClientError {
+    func connectionError(_ error: Error) -> ControlClientError {
         let errnoCode = (error as? IOError)?.errnoCode
             ?? ((error as? NIOConnectionError)?.connectionErrors.first?.error as? IOError)?.errnoCode
         switch errnoCode {

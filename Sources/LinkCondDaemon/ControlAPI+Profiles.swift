@@ -40,3 +40,27 @@ extension ProfileProblem {
         self.init(code: error.code.rawValue, file: error.file, line: error.line, field: error.field, message: error.message)
     }
 }
+
+extension LinkConditions {
+    /// Reads a direction back from its document (the state file stores profiles this way).
+    init(_ document: DirectionDocument) throws(UnitParseError) {
+        self.init(
+            bandwidth: try document.bandwidth.map { text throws(UnitParseError) in try Bandwidth(parsing: text) },
+            delay: try Delay(parsing: document.delay),
+            jitter: try Delay(parsing: document.jitter),
+            loss: try LossRate(parsing: document.loss)
+        )
+    }
+}
+
+extension Profile {
+    init(_ document: ProfileDocument) throws(UnitParseError) {
+        self.init(
+            name: document.name,
+            description: document.description,
+            downlink: try LinkConditions(document.downlink),
+            uplink: try LinkConditions(document.uplink),
+            dnsDelay: try Delay(parsing: document.dnsDelay)
+        )
+    }
+}

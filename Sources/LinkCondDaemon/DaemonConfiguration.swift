@@ -4,19 +4,51 @@ import Shaping
 public struct DaemonConfiguration: Sendable {
     /// The interface to shape.
     public var interface: String
-    /// Path of the control socket.
-    public var socketPath: String
+    /// The control socket: a path to bind, or one systemd passed.
+    public var socket: SocketSource
     /// Profile directories, searched in order; an earlier one overrides a later one.
     public var profileDirectories: [String]
     public var exemptions: Exemptions
+    /// Holds the state file a restarted daemon recovers from (`/run/linkcond/state`).
+    public var stateDirectory: String
+    /// The change log behind `linkcond history`; `nil` keeps it in memory only.
+    public var historyFile: String?
+    /// Members of this group may change the condition, besides root.
+    public var groupName: String
+    /// Serve the test hook that fails a chosen netlink step.
+    public var faultInjection: Bool
 
     public static let defaultSocketPath = "/run/linkcond/control.sock"
+    public static let defaultStateDirectory = "/run/linkcond/state"
+    public static let defaultHistoryFile = "/var/lib/linkcond/history.jsonl"
     public static let systemProfileDirectory = "/etc/linkcond/profiles"
+    public static let defaultGroup = "linkcond"
 
-    public init(interface: String, socketPath: String, profileDirectories: [String], exemptions: Exemptions) {
+    public init(
+        interface: String,
+        socket: SocketSource,
+        profileDirectories: [String],
+        exemptions: Exemptions,
+        stateDirectory: String = defaultStateDirectory,
+        historyFile: String? = nil,
+        groupName: String = defaultGroup,
+        faultInjection: Bool = false
+    ) {
         self.interface = interface
-        self.socketPath = socketPath
+        self.socket = socket
         self.profileDirectories = profileDirectories
         self.exemptions = exemptions
+        self.stateDirectory = stateDirectory
+        self.historyFile = historyFile
+        self.groupName = groupName
+        self.faultInjection = faultInjection
+    }
+
+    /// The path clients connect to, for messages.
+    public var socketDescription: String {
+        switch socket {
+        case .path(let path): return path
+        case .inherited(let descriptor): return "the socket systemd passed (fd \(descriptor))"
+        }
     }
 }

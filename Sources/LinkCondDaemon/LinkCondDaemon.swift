@@ -1,27 +1,35 @@
+import ControlAPI
 import Logging
 import NIOCore
 import NIOPosix
 import Profiles
 import ServiceLifecycle
 import Shaping
+import UnixSignals
 
-/// The daemon as a service: checks, leftovers, the control socket, and a clean stop.
+/// The daemon as a service: checks, recovery, the control socket, reload on SIGHUP, and a clean stop.
 public struct LinkCondDaemon: Service {
     public let configuration: DaemonConfiguration
     public let conditioner: Conditioner
     let server: ControlServer
+    let notifier: SystemdNotifier
     let logger: Logger
 
     /// Prepares everything that can fail before the socket exists, so a daemon that starts is
-    /// one that can shape.
+    /// one that can shape; then brings the interface to what an earlier daemon left wanted.
     public init(
         configuration: DaemonConfiguration,
         kernel: sending any TrafficControlKernel,
         group: any EventLoopGroup,
+        notifier: SystemdNotifier = SystemdNotifier(),
         logger: Logger
     ) async throws {
         let target = ShapingTarget(interface: configuration.interface)
-        let engine = ShapingEngine(kernel: kernel, logger: logger)
+        let faults = configuration.faultInjection ? FaultSwitch() : nil
+        let engine = ShapingEngine(
+            kernel: faults.map { FaultInjectingKernel(wrapping: kernel, faults: $0) } ?? kernel,
+            logger: logger
+        )
         let survey: KernelSurvey
         do {
             survey = try engine.survey(target)
@@ -41,16 +49,27 @@ public struct LinkCondDaemon: Service {
         }
         logger.info("\(catalog.entries.count) profiles from \(configuration.profileDirectories.joined(separator: ", "))")
 
+        let authorizer = Authorizer.system(groupName: configuration.groupName)
+        if authorizer.groupID == nil {
+            logger.notice("group '\(configuration.groupName)' does not exist: only root may change the condition")
+        }
+        if faults != nil {
+            logger.warning("fault injection is enabled: PUT \(APIPath.faultInjection) makes a chosen netlink step fail")
+        }
+
         self.configuration = configuration
+        self.notifier = notifier
         self.logger = logger
         self.conditioner = Conditioner(
             engine: engine, target: target, planner: Planner(exemptions: configuration.exemptions),
-            catalog: catalog, logger: logger
+            catalog: catalog, profileDirectories: configuration.profileDirectories,
+            eventLoop: group.next(), stateDirectory: configuration.stateDirectory,
+            historyFile: configuration.historyFile, logger: logger
         )
-        try await conditioner.removeLeftovers()
+        try await conditioner.recover()
         self.server = ControlServer(
-            socketPath: configuration.socketPath,
-            router: ControlRouter(conditioner: conditioner),
+            socket: configuration.socket,
+            router: ControlRouter(conditioner: conditioner, authorizer: authorizer, faults: faults),
             group: group,
             logger: logger
         )
@@ -59,16 +78,31 @@ public struct LinkCondDaemon: Service {
     /// Serves until a graceful shutdown (SIGTERM, SIGINT), then removes all shaping.
     public func run() async throws {
         let channel = try await server.bind()
-        defer { SocketFile.remove(path: configuration.socketPath) }
-        logger.notice("ready: shaping \(configuration.interface), control socket \(configuration.socketPath), exempt: \(configuration.exemptions.summary)")
-        do {
-            try await cancelWhenGracefulShutdown {
-                try await server.serve(channel)
-            }
-        } catch is CancellationError {
-            // The graceful shutdown itself.
+        defer {
+            if case .path(let path) = configuration.socket { SocketFile.remove(path: path) }
         }
+        logger.notice("ready: shaping \(configuration.interface), control socket \(configuration.socketDescription), exempt: \(configuration.exemptions.summary)")
+        notifier.ready(status: "shaping \(configuration.interface)")
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { await reloadOnHangup() }
+            do {
+                try await cancelWhenGracefulShutdown {
+                    try await server.serve(channel)
+                }
+            } catch is CancellationError {
+                // The graceful shutdown itself.
+            }
+            tasks.cancelAll()
+        }
+        notifier.stopping()
         logger.notice("stopping: removing all shaping from \(configuration.interface)")
-        _ = try await conditioner.deactivate()
+        try await conditioner.shutdown()
+    }
+
+    private func reloadOnHangup() async {
+        for await _ in await UnixSignalsSequence(trapping: .sighup) {
+            logger.notice("SIGHUP: re-reading \(configuration.profileDirectories.joined(separator: ", "))")
+            _ = await conditioner.reload()
+        }
     }
 }

@@ -19,9 +19,10 @@ enum SocketFile {
         }
     }
 
-    /// Only root may connect until access control by peer credentials exists.
-    static func restrictAccess(path: String) throws(DaemonError) {
-        guard chmod(path, 0o660) == 0 else {
+    /// Every local user may connect: reading status is open to all, and each change is
+    /// authorized by the peer's credentials.
+    static func openToEveryone(path: String) throws(DaemonError) {
+        guard chmod(path, 0o666) == 0 else {
             throw DaemonError(code: .socket, message: "cannot set the mode of \(path): \(String(cString: strerror(errno)))")
         }
     }

@@ -69,6 +69,12 @@ public final class ShapingEngine {
         try perform(steps)
     }
 
+    /// Writes `plan`'s values into a complete tree whose values are unknown, e.g. one a daemon
+    /// that was killed left behind, possibly halfway through a switch.
+    public func rewrite(_ plan: TrafficPlan) throws(ShapingError) {
+        try perform(plan.rewriteSteps)
+    }
+
     /// Removes every linkcond object from the target; objects already gone are fine.
     public func remove(_ target: ShapingTarget) throws(ShapingError) {
         let steps = try survey(target).teardownSteps

@@ -29,6 +29,15 @@ extension TrafficPlan {
         return uplink.changeSteps(to: next.uplink) + downlink.changeSteps(to: next.downlink)
     }
 
+    /// Writes every value of the plan into an existing tree of the same skeleton whose current
+    /// values are unknown (found after a restart). No undo: on failure, rebuild instead.
+    public var rewriteSteps: [PlannedStep] {
+        [uplink, downlink].flatMap { tree in
+            tree.classes.map { PlannedStep(action: .changeClass(device: tree.device, $0), undo: nil) }
+                + tree.leaves.map { PlannedStep(action: .changeQdisc(device: tree.device, $0), undo: nil) }
+        }
+    }
+
     /// Removes everything the plan created: the ingress redirect first, so no packet is sent to
     /// a vanishing IFB, then the IFB with its tree, then the egress root with its tree.
     public var teardownSteps: [TrafficStep] {

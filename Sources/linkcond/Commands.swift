@@ -44,14 +44,21 @@ struct Activate: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @Argument(help: "Display name or file name of the profile.") var name: String
+    @Option(name: .customLong("for"), help: ArgumentHelp("Revert by itself after this long: 30s, 5m, 2h.", valueName: "duration"))
+    var duration: String?
+    @Flag(help: "Take over a lease another client holds.") var force = false
     @Flag(help: "Delete a qdisc on the interface that linkcond did not create, instead of refusing. It is not restored afterwards.")
     var replaceForeign = false
     @Flag(help: "Print the daemon's JSON answer.") var json = false
 
+    func validate() throws {
+        try validateDuration(duration)
+    }
+
     func run() async throws {
         let client = connection.client
         let status = try await withDaemon { () async throws(ControlClientError) in
-            try await client.activate(name, replaceForeign: replaceForeign)
+            try await client.activate(name, replaceForeign: replaceForeign, for: duration, force: force)
         }
         if json {
             return try printJSON(status)
@@ -64,11 +71,12 @@ struct Off: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Remove all shaping; the interface is left as it was before.")
 
     @OptionGroup var connection: ConnectionOptions
+    @Flag(help: "End a lease another client holds.") var force = false
     @Flag(help: "Print the daemon's JSON answer.") var json = false
 
     func run() async throws {
         let client = connection.client
-        let status = try await withDaemon { () async throws(ControlClientError) in try await client.deactivate() }
+        let status = try await withDaemon { () async throws(ControlClientError) in try await client.deactivate(force: force) }
         if json {
             return try printJSON(status)
         }
@@ -89,5 +97,51 @@ struct Status: AsyncParsableCommand {
             return try printJSON(status)
         }
         print(Format.status(status))
+    }
+}
+
+struct Reload: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Re-read the profile directories; a changed active profile is applied in place.")
+
+    @OptionGroup var connection: ConnectionOptions
+    @Flag(help: "Print the daemon's JSON answer.") var json = false
+
+    func run() async throws {
+        let client = connection.client
+        let reload = try await withDaemon { () async throws(ControlClientError) in try await client.reload() }
+        if json {
+            return try printJSON(reload)
+        }
+        print("\(reload.profiles) profiles loaded" + (reload.reapplied ? "; the active condition was updated" : ""))
+        for problem in reload.problems {
+            print("skipped \(problem)")
+        }
+    }
+}
+
+struct History: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the last changes of condition: when, what, who and why.")
+
+    @OptionGroup var connection: ConnectionOptions
+    @Option(name: [.customShort("n"), .long], help: "How many changes to show.") var count = 20
+    @Flag(help: "Print the daemon's JSON answer.") var json = false
+
+    func run() async throws {
+        let client = connection.client
+        let history = try await withDaemon { () async throws(ControlClientError) in try await client.history(limit: count) }
+        if json {
+            return try printJSON(history)
+        }
+        print(history.entries.isEmpty ? "no changes yet" : history.entries.map(Format.historyLine).joined(separator: "\n"))
+    }
+}
+
+/// Checks a `--for` value before anything is sent.
+func validateDuration(_ text: String?) throws {
+    guard let text else { return }
+    do {
+        _ = try LeaseDuration(parsing: text)
+    } catch {
+        throw ValidationError("--for \(error)")
     }
 }

@@ -7,11 +7,35 @@ enum Format {
         guard let profile = status.profile else {
             return "\(status.interface): off (since \(status.since))\nexempt: \(exempt)"
         }
-        return """
-            \(status.interface): \(profile.name) (since \(status.since))
-            \(profile.summary)
-            exempt: \(exempt)
-            """
+        var lines = ["\(status.interface): \(profile.name) (since \(status.since))", profile.summary]
+        if let lease = status.lease {
+            var text = "lease held by \(lease.holder)"
+            if let left = lease.secondsLeft { text += ", \(left)s left" }
+            if lease.kind == .clientBound { text += ", while its client runs" }
+            lines.append(text + "; then \(lease.restores)")
+        }
+        lines.append("exempt: \(exempt)")
+        return lines.joined(separator: "\n")
+    }
+
+    /// `2026-11-22T09:14:03Z  Slow Net -> Black Hole  (lease, for 30s)  by uid 1000 (alice), pid 42 'pytest'`
+    static func historyLine(_ entry: HistoryEntryDocument) -> String {
+        var line = "\(entry.time)  \(entry.from) -> \(entry.to)  (\(entry.reason)"
+        if let detail = entry.detail { line += ", \(detail)" }
+        line += ")"
+        if let requester = entry.requester { line += "  by \(requester)" }
+        return line
+    }
+
+    /// A lease of `linkcond run` that ended while the command still ran.
+    static func leaseInterruption(_ event: LeaseEvent) -> String {
+        let now = event.status.profile?.name ?? "off"
+        switch event.reason {
+        case .expired: return "the --for limit passed; the condition is back to \(now) while the command still runs"
+        case .takenOver: return "\(event.by.map(\.description) ?? "another client") took over the condition (now \(now)); the command still runs"
+        case .shutdown: return "linkcondd is stopping; shaping is off while the command still runs"
+        case .released, .none: return "the lease ended; the condition is \(now)"
+        }
     }
 
     static func profile(_ profile: ProfileDocument) -> String {

@@ -9,9 +9,10 @@ struct LinkCond: AsyncParsableCommand {
         abstract: "Switch the network condition linkcondd puts on an interface: Slow Net, Nasty Net, Black Hole, ...",
         discussion: """
             Profiles are found by display name ("Slow Net") or file name ("slow-net"), ignoring case.
-            Changing the condition needs root: run linkcond with sudo.
+            Changing the condition needs root or membership in linkcondd's group (linkcond by default);
+            everyone may read the status.
             """,
-        subcommands: [List.self, Show.self, Activate.self, Off.self, Status.self]
+        subcommands: [List.self, Show.self, Activate.self, Off.self, Status.self, Run.self, History.self, Reload.self]
     )
 
     @OptionGroup var connection: ConnectionOptions

@@ -12,14 +12,16 @@ struct DaemonCommand: ParsableCommand {
         abstract: "Shapes a network interface like Apple's Network Link Conditioner; controlled by `linkcond`.",
         discussion: """
             Runs in the foreground as root (or with CAP_NET_ADMIN). SIGTERM and SIGINT remove all \
-            shaping and exit 0. TCP port 22 is never shaped unless --no-ssh-exemption is given.
+            shaping and exit 0; SIGHUP re-reads the profile directories. TCP port 22 is never shaped \
+            unless --no-ssh-exemption is given. Every local user may read the status; root and \
+            members of --group may change it.
             """
     )
 
     @Option(help: "Interface to shape. Default: the interface of the default route.")
     var interface: String?
 
-    @Option(help: "Path of the control socket.")
+    @Option(help: ArgumentHelp("Path of the control socket. Default: \(DaemonConfiguration.defaultSocketPath), or the socket systemd passes.", valueName: "path"))
     var socket: String = DaemonConfiguration.defaultSocketPath
 
     @Option(name: .customLong("profiles"), help: ArgumentHelp(
@@ -43,8 +45,23 @@ struct DaemonCommand: ParsableCommand {
     @Flag(help: "Shape SSH (TCP port 22) too. Black Hole will then cut remote sessions.")
     var noSshExemption = false
 
+    @Option(help: "Members of this group may change the condition, besides root.")
+    var group: String = DaemonConfiguration.defaultGroup
+
+    @Option(help: ArgumentHelp("Directory for the state a restarted daemon recovers from; on a tmpfs, so that a reboot forgets it.", valueName: "dir"))
+    var stateDir: String = DaemonConfiguration.defaultStateDirectory
+
+    @Option(help: ArgumentHelp("File that keeps the history of changes (`linkcond history`).", valueName: "path"))
+    var historyFile: String = DaemonConfiguration.defaultHistoryFile
+
     @Option(help: "Least severe messages to log: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
+
+    @Flag(help: "Remove every linkcond tree a daemon left behind, then exit. Run by systemd after the service stops.")
+    var cleanup = false
+
+    @Flag(help: .hidden)
+    var enableFaultInjection = false
 
     func validate() throws {
         _ = try exemptions()
@@ -52,13 +69,12 @@ struct DaemonCommand: ParsableCommand {
 
     func start() async throws {
         let level = logLevel
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        LoggingSystem.bootstrap { _ in DaemonLogHandler(level: level) }
         let logger = Logger(label: "linkcondd")
         do {
+            if cleanup {
+                return try runCleanup(logger: logger)
+            }
             let daemon = try await makeDaemon(logger: logger)
             let group = ServiceGroup(configuration: ServiceGroupConfiguration(
                 services: [.init(service: daemon, successTerminationBehavior: .gracefullyShutdownGroup)],
@@ -79,22 +95,42 @@ struct DaemonCommand: ParsableCommand {
         guard let interface = interface ?? DefaultRoute.interface() else {
             throw DaemonError(code: .noDefaultRoute, message: "there is no default route to take the interface from; pass one with --interface")
         }
-        let kernel: NetlinkKernel
-        do {
-            kernel = try NetlinkKernel()
-        } catch {
-            throw DaemonError(code: .netlink, message: "cannot open a netlink socket: \(error)")
+        let socketSource: SocketSource
+        if let inherited = SystemdNotifier.inheritedSocket() {
+            socketSource = .inherited(inherited)
+        } else {
+            socketSource = .path(absolutePath(socket))
         }
         let configuration = DaemonConfiguration(
             interface: interface,
-            socketPath: socket,
+            socket: socketSource,
             profileDirectories: profileDirectories.isEmpty ? ProfileDirectories.defaults() : profileDirectories.map(absolutePath),
-            exemptions: try exemptions()
+            exemptions: try exemptions(),
+            stateDirectory: absolutePath(stateDir),
+            historyFile: absolutePath(historyFile),
+            groupName: group,
+            faultInjection: enableFaultInjection
         )
         return try await LinkCondDaemon(
-            configuration: configuration, kernel: kernel,
+            configuration: configuration, kernel: try openKernel(),
             group: MultiThreadedEventLoopGroup.singleton, logger: logger
         )
+    }
+
+    private func runCleanup(logger: Logger) throws {
+        guard Capabilities.hasNetAdmin() else {
+            throw DaemonError(code: .notPermitted, message: "linkcondd --cleanup needs root or CAP_NET_ADMIN")
+        }
+        let interfaces = [interface ?? DefaultRoute.interface()].compactMap { $0 }
+        try Cleanup.run(interfaces: interfaces, stateDirectory: absolutePath(stateDir), kernel: try openKernel(), logger: logger)
+    }
+
+    private func openKernel() throws -> NetlinkKernel {
+        do {
+            return try NetlinkKernel()
+        } catch {
+            throw DaemonError(code: .netlink, message: "cannot open a netlink socket: \(error)")
+        }
     }
 
     private func exemptions() throws -> Exemptions {

@@ -145,15 +145,18 @@ lc_capture() {
     [[ -z $LC_ERR ]] || printf '%s\n' "$LC_ERR" | sed 's/^/      err: /' | head -20
 }
 
+# daemon_start [EXTRA LINKCONDD ARGS...]: state and history stay in $WORK.
 daemon_start() {
     rm -f "$SOCK"
-    echo "--- linkcondd start $(date +%T)" >>"$DAEMON_LOG"
+    echo "--- linkcondd start $(date +%T) $*" >>"$DAEMON_LOG"
     ip netns exec "$NS_C" "$BIN/linkcondd" --interface "$IF_C" --socket "$SOCK" --profiles "$PROFILES" \
-        --log-level debug 2>>"$DAEMON_LOG" >>"$DAEMON_LOG" &
+        --state-dir "$WORK/state" --history-file "$WORK/history.jsonl" \
+        --log-level debug "$@" 2>>"$DAEMON_LOG" >>"$DAEMON_LOG" &
     DAEMON_PID=$!
     local i
-    for i in $(seq 150); do
-        if timeout 10 "$BIN/linkcond" --socket "$SOCK" status >/dev/null 2>&1; then
+    for i in $(seq 300); do
+        # curl rather than the client: it starts in milliseconds even under emulation.
+        if [[ -S $SOCK ]] && timeout 5 curl -sf --unix-socket "$SOCK" http://linkcond/v1/status >/dev/null 2>&1; then
             return 0
         fi
         if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
@@ -161,7 +164,7 @@ daemon_start() {
             DAEMON_PID=""
             break
         fi
-        sleep 0.2
+        sleep 0.1
     done
     echo "linkcondd did not become ready; log tail:" >&2
     tail -30 "$DAEMON_LOG" >&2
@@ -195,6 +198,45 @@ run_capture() {
     shift
     RC=0
     OUT=$(timeout "$t" "$@" 2>&1) || RC=$?
+}
+
+# tree_signature: "none" when linkcond has nothing on the interface, else a digest of every
+# qdisc and class on the interface and its IFB, as tc reads them back (no statistics). Text, not
+# `tc -j`: iproute2 6.1 prints invalid JSON for htb classes.
+tree_signature() {
+    cli sh -c '
+        qdiscs=$(tc qdisc show dev "$1" | grep -v "^qdisc noqueue 0: " | sort)
+        classes=$(tc class show dev "$1" | sort)
+        if ip link show "$2" >/dev/null 2>&1; then
+            ifb=$( { tc qdisc show dev "$2"; tc class show dev "$2"; } | sort)
+        else
+            ifb=absent
+        fi
+        if [ -z "$qdiscs" ] && [ -z "$classes" ] && [ "$ifb" = absent ]; then
+            echo none
+        else
+            printf "%s|%s|%s" "$qdiscs" "$classes" "$ifb" | sha1sum | cut -c1-12
+        fi
+    ' _ "$IF_C" "$IFB"
+}
+
+# bulk_netem: the uplink bulk netem as tc shows it, a quick probe of which profile is in force.
+bulk_netem() {
+    cli tc qdisc show dev "$IF_C" | grep -m1 'netem 7a10:' || echo none
+}
+
+# seconds_until EXPECTED LIMIT: seconds until bulk_netem shows EXPECTED, or "null".
+seconds_until() {
+    local expected=$1 limit=$2 t0 i
+    t0=$(date +%s.%N)
+    for i in $(seq $((limit * 10))); do
+        if [[ $(bulk_netem) == "$expected" ]]; then
+            awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'
+            return
+        fi
+        sleep 0.05
+    done
+    echo null
 }
 
 # wait_drained [SECONDS]: until no queue on the interface or the IFB holds a packet. A bulk

@@ -8,7 +8,8 @@ set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SUITE_LIMIT=${LC_SUITE_LIMIT:-900}
+SUITE_LIMIT=${LC_SUITE_LIMIT:-1800}
+CRASH_ROUNDS=${LC_CRASH_ROUNDS:-20}
 BIN=${LINKCOND_BIN:-$REPO/.build/debug}
 
 fatal() { echo "suite: $*" >&2; exit 2; }
@@ -307,8 +308,219 @@ note "linkcondd --interface nosuch -> exit $RC: $OUT"
 check_rc "missing interface: daemon fails" "$RC" nonzero "non-zero exit"
 check_contains "missing interface: message" "$OUT" "does not exist"
 
+
+# ------------------------------------------------------------------ 9
+log "9. leases: a condition that reverts by itself"
+declare -A REF NETEM
+for profile in "Nasty Net" "Black Hole" "Slow Net"; do
+    lc activate "$profile" >/dev/null
+    REF[$profile]=$(tree_signature)
+    NETEM[$profile]=$(bulk_netem)
+done
+REF[off]=none
+note "reference trees: $(for p in "${!REF[@]}"; do printf '%s=%s ' "${p// /_}" "${REF[$p]}"; done)"
+# Slow Net is the baseline; a 20 s lease of Nasty Net must give it back on time. (Long enough
+# for the checks in between: each client start takes a second under emulation.)
+lc_capture activate "Nasty Net" --for 20s
+check_rc "activate --for 20s" "$LC_RC" 0 "succeeds"
+t0=$(date +%s.%N)
+lease_left=$(status_field '.lease.secondsLeft')
+lease_holder=$(json "$WORK/status.json" '.lease.holder.command // "null"')
+check_range "lease: time left right after" "$lease_left" 15 20 s "20 s"
+check_contains "lease: status names the holder" "$lease_holder" "activate Nasty Net --for 20s"
+lc_capture activate "Black Hole"
+check_rc "lease held: second client refused" "$LC_RC" nonzero "non-zero exit (409)"
+check_contains "lease held: names the holder" "$LC_ERR" "held by uid 0"
+waited=$(seconds_until "${NETEM[Slow Net]}" 30)
+reverted=$(awk -v a="$t0" -v w="$waited" -v b="$(date +%s.%N)" 'BEGIN { if (w == "null") print "null"; else printf "%.2f", b - a }')
+check_range "lease: reverts to Slow Net after" "$reverted" 19 21 s "20 s"
+check_bool "lease: whole tree back to Slow Net" "${REF[Slow Net]}" "$(tree_signature)" "$([[ $(tree_signature) == "${REF[Slow Net]}" ]]; echo $?)"
+check_status "lease: baseline back" true "Slow Net"
+lc_capture activate "Nasty Net" --for 1h
+lc_capture activate "Black Hole" --force
+check_rc "lease: --force takes over" "$LC_RC" 0 "succeeds"
+check_bool "lease: --force tree" "Black Hole" "$(tree_signature)" "$([[ $(tree_signature) == "${REF[Black Hole]}" ]]; echo $?)"
+lc activate "Slow Net" >/dev/null
+
+# ------------------------------------------------------------------ 10
+log "10. linkcond run: the previous condition comes back, whatever happens to the command"
+for code in 0 3; do
+    run_capture 60 "$BIN/linkcond" --socket "$SOCK" run --profile "Nasty Net" -- \
+        sh -c "$BIN/linkcond --socket $SOCK status --json > $WORK/run.inside.json; exit $code"
+    check_bool "run, command exits $code: exit status passed through" "exit $code" "exit $RC" "$([[ $RC == "$code" ]]; echo $?)"
+    inside=$(json "$WORK/run.inside.json" '.profile.name // "null"')
+    check_bool "run, command exits $code: profile while it runs" "Nasty Net" "$inside" "$([[ $inside == "Nasty Net" ]]; echo $?)"
+    after=$(tree_signature)
+    check_bool "run, command exits $code: Slow Net restored" "${REF[Slow Net]}" "$after" "$([[ $after == "${REF[Slow Net]}" ]]; echo $?)"
+done
+"$BIN/linkcond" --socket "$SOCK" run --profile "Black Hole" -- sleep 120 >"$WORK/run.kill.out" 2>&1 &
+run_pid=$!
+seconds_until "${NETEM[Black Hole]}" 20 >/dev/null
+check_bool "run: Black Hole while the command runs" "${REF[Black Hole]}" "$(tree_signature)" "$([[ $(tree_signature) == "${REF[Black Hole]}" ]]; echo $?)"
+kill -KILL "$run_pid"
+lost=$(seconds_until "${NETEM[Slow Net]}" 20)
+wait "$run_pid" 2>/dev/null || true
+check_max "run: SIGKILLed client, Slow Net back after" "$lost" 3 s "a few seconds"
+check_bool "run: SIGKILLed client, whole tree back to Slow Net" "${REF[Slow Net]}" "$(tree_signature)" "$([[ $(tree_signature) == "${REF[Slow Net]}" ]]; echo $?)"
+pkill -f "sleep 120" 2>/dev/null || true
+
+# ------------------------------------------------------------------ 11
+log "11. SIGKILL of the daemon while it applies, then a restart: the old condition or the new, never half"
+# put_condition NAME|off: the change itself, through curl (it starts in milliseconds). The
+# daemon may die under it on purpose, so curl's verdict is not this function's.
+put_condition() {
+    if [[ $1 == off ]]; then
+        timeout 20 curl -s --unix-socket "$SOCK" -X DELETE http://linkcond/v1/condition >/dev/null 2>&1 || true
+    else
+        timeout 20 curl -s --unix-socket "$SOCK" -X PUT -d "{\"profile\": \"$1\"}" http://linkcond/v1/condition >/dev/null 2>&1 || true
+    fi
+}
+current_profile() { timeout 10 curl -sf --unix-socket "$SOCK" http://linkcond/v1/status | jq -r '.profile.name // "off"'; }
+arm() { timeout 10 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $1, \"fault\": \"${2:-fail}\"}" http://linkcond/v1/debug/fault >/dev/null; }
+CRASHES=0
+CONSISTENT=0
+HALF_AT_KILL=0
+# after_crash FROM TO: the daemon just died; restart it and check the tree is FROM's or TO's.
+after_crash() {
+    local from=$1 to=$2 at_kill after now ifbs
+    wait "$DAEMON_PID" 2>/dev/null || true
+    DAEMON_PID=""
+    CRASHES=$((CRASHES + 1))
+    at_kill=$(tree_signature)
+    [[ $at_kill != "${REF[$from]}" && $at_kill != "${REF[$to]}" ]] && HALF_AT_KILL=$((HALF_AT_KILL + 1))
+    daemon_start --enable-fault-injection || fatal "linkcondd did not restart after SIGKILL"
+    after=$(tree_signature)
+    now=$(current_profile)
+    ifbs=$(cli ip -o link show type ifb | wc -l)
+    if [[ ($after == "${REF[$from]}" && $now == "$from") || ($after == "${REF[$to]}" && $now == "$to") ]] && ((ifbs <= 1)); then
+        CONSISTENT=$((CONSISTENT + 1))
+    else
+        note "crash $CRASHES: $from -> $to, tree at the kill $at_kill; after restart tree $after, status $now, $ifbs IFB(s)"
+    fi
+}
+daemon_stop TERM
+daemon_start --enable-fault-injection || fatal "linkcondd did not start with fault injection"
+# At every single step of a build, a switch and a teardown: the daemon SIGKILLs itself there.
+for change in "off>Slow Net" "Slow Net>Nasty Net" "Nasty Net>off"; do
+    from=${change%%>*}
+    to=${change##*>}
+    for k in $(seq 0 100); do
+        put_condition "$from"
+        arm "$k" kill
+        put_condition "$to"
+        if kill -0 "$DAEMON_PID" 2>/dev/null; then
+            arm null
+            note "$from -> $to: $k steps, a SIGKILL before each"
+            break
+        fi
+        after_crash "$from" "$to"
+    done
+done
+# And at random moments, from outside, while a change is under way or not.
+choices=("Slow Net" "Nasty Net" "Black Hole" "off")
+current=$(current_profile)
+for round in $(seq "$CRASH_ROUNDS"); do
+    next=${choices[RANDOM % 4]}
+    [[ $next == "$current" ]] && next=${choices[(RANDOM + 1) % 4]}
+    [[ $next == "$current" ]] && continue
+    put_condition "$next" &
+    client=$!
+    sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.3f", (r % 200) / 1000 }')"
+    kill -KILL "$DAEMON_PID" 2>/dev/null || true
+    wait "$client" 2>/dev/null || true
+    after_crash "$current" "$next"
+    current=$(current_profile)
+done
+check_range "SIGKILL + restart: consistent" "$CONSISTENT" "$CRASHES" "$CRASHES" "of $CRASHES" "all: old or new condition, no orphan IFB"
+record "SIGKILL + restart: half-built tree at the moment of the kill" "many" "$HALF_AT_KILL of $CRASHES" "informative" PASS
+put_condition off
+daemon_stop TERM
+
+# ------------------------------------------------------------------ 12
+log "12. a netlink failure at every step rolls back"
+daemon_start --enable-fault-injection || fatal "linkcondd did not start with fault injection"
+# fail_at_every_step FROM TO: fails step 0, 1, ... of the change FROM -> TO until it succeeds;
+# after each failure the tree must still be FROM's. Sets STEPS and ROLLED_BACK.
+fail_at_every_step() {
+    local from=$1 to=$2 k
+    STEPS=0
+    ROLLED_BACK=0
+    for k in $(seq 0 200); do
+        put_condition "$from"
+        arm "$k" fail
+        code=$(timeout 20 curl -s -o "$WORK/put.json" -w '%{http_code}' --unix-socket "$SOCK" -X PUT \
+            -d "{\"profile\": \"$to\"}" http://linkcond/v1/condition || true)
+        if [[ $code == 200 ]]; then
+            STEPS=$k
+            break
+        fi
+        [[ $(tree_signature) == "${REF[$from]}" ]] && ROLLED_BACK=$((ROLLED_BACK + 1))
+    done
+    arm null
+}
+fail_at_every_step off "Slow Net"
+check_range "build fails at each step: rolled back" "$ROLLED_BACK" "$STEPS" "$STEPS" "of $STEPS steps" "nothing left each time"
+fail_at_every_step "Slow Net" "Nasty Net"
+check_range "switch fails at each step: Slow Net kept" "$ROLLED_BACK" "$STEPS" "$STEPS" "of $STEPS steps" "previous condition each time"
+put_condition "Slow Net"
+arm 3 fail
+lc_capture activate "Nasty Net"
+check_contains "injected failure: the client names object and reason" "$LC_ERR" "fault injected"
+arm null
+put_condition off
+daemon_stop TERM
+
+# ------------------------------------------------------------------ 13
+log "13. access: everyone reads, root and the linkcond group change"
+groupadd -f linkcond
+gid=$(getent group linkcond | cut -d: -f3)
+daemon_start || fatal "linkcondd did not restart"
+before=$(tree_signature)
+run_capture 30 setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/linkcond" --socket "$SOCK" activate "Slow Net"
+check_rc "uid 65534 outside the group: activate refused" "$RC" nonzero "non-zero exit (403)"
+check_contains "403 names the group" "$OUT" "'linkcond'"
+check_bool "403: nothing changed" "$before" "$(tree_signature)" "$([[ $(tree_signature) == "$before" ]]; echo $?)"
+run_capture 30 setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/linkcond" --socket "$SOCK" status
+check_rc "uid 65534: status readable" "$RC" 0 "succeeds"
+run_capture 30 setpriv --reuid=65534 --regid=65534 --groups="$gid" "$BIN/linkcond" --socket "$SOCK" activate "Slow Net"
+check_rc "uid 65534 in group linkcond: activate" "$RC" 0 "succeeds"
+lc off >/dev/null
+
+# ------------------------------------------------------------------ 14
+log "14. reload: a broken file is skipped, a changed active profile is applied in place"
+daemon_stop TERM
+PROFILES_ORIG=$PROFILES
+PROFILES="$WORK/profiles"
+rm -rf "$PROFILES" && cp -r "$PROFILES_ORIG" "$PROFILES"
+daemon_start || fatal "linkcondd did not restart"
+lc activate "Slow Net" >/dev/null
+ifb_index=$(cli cat "/sys/class/net/$IFB/ifindex")
+printf 'name: Broken\ndownlink:\n  loss: 120%%\n' >"$PROFILES/broken.yaml"
+kill -HUP "$DAEMON_PID"
+sleep 1
+lc_capture list
+check_contains "SIGHUP: broken file reported with file:line:field" "$LC_OUT" "broken.yaml:3: downlink.loss"
+check_range "SIGHUP: the other profiles still load" "$(grep -c '^[ *] ' <<<"$LC_OUT")" 12 12 "profiles" "12"
+sed -i 's/delay: 100ms/delay: 150ms/g' "$PROFILES/slow-net.yaml"
+lc_capture reload
+check_contains "reload: active profile updated" "$LC_OUT" "updated"
+delays=$(cli tc -j qdisc show dev "$IF_C" | jq -r '.[] | select(.handle == "7a10:") | .options.delay.delay')
+ifb_delay=$(cli tc -j qdisc show dev "$IFB" | jq -r '.[] | select(.handle == "7a10:") | .options.delay.delay')
+check_bool "reload: new delay in the kernel" "0.15 s up and down" "$delays s up, $ifb_delay s down" "$([[ $delays == 0.15 && $ifb_delay == 0.15 ]]; echo $?)"
+check_bool "reload: changed in place" "IFB ifindex $ifb_index" "IFB ifindex $(cli cat "/sys/class/net/$IFB/ifindex")" \
+    "$([[ $(cli cat "/sys/class/net/$IFB/ifindex") == "$ifb_index" ]]; echo $?)"
+lc off >/dev/null
+PROFILES=$PROFILES_ORIG
+
+# ------------------------------------------------------------------ 15
+log "15. history: who changed what, when"
+lc_capture history -n 200
+check_contains "history: lease expiry recorded" "$LC_OUT" "lease-expired"
+check_contains "history: client-bound lease recorded" "$LC_OUT" "while its client runs"
+check_contains "history: names the requester" "$LC_OUT" "by uid 65534"
 daemon_stop TERM
 check_rc "final SIGTERM: daemon exit status" "$DAEMON_RC" 0 "exit 0"
+check_snapshot "final SIGTERM: nothing left" "$WORK/snap.before"
 
 # ------------------------------------------------------------------ summary
 rc=0

@@ -1,5 +1,11 @@
+import ControlAPI
+import Foundation
 import Glibc
 @testable import LinkCondDaemon
+import Netlink
+import NIOCore
+import NIOPosix
+import Profiles
 import Shaping
 import ShapingTestSupport
 import Testing
@@ -10,26 +16,25 @@ struct ConditionerTests {
     func switching() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
         let conditioner = TestDaemon.conditioner(kernel: kernel)
-        let first = try await conditioner.activate("Slow Net")
-        let again = try await conditioner.activate("slow-net")
+        let first = try await conditioner.activate("Slow Net", by: TestDaemon.root)
+        let again = try await conditioner.activate("slow-net", by: TestDaemon.root)
         #expect(again.since == first.since)
-        let created = kernel.executed.filter { if case .createIFB = $0 { return true }; return false }
-        let nasty = try await conditioner.activate("Nasty Net")
+        let nasty = try await conditioner.activate("Nasty Net", by: TestDaemon.root)
         #expect(nasty.profile?.name == "Nasty Net")
-        #expect(kernel.executed.filter { if case .createIFB = $0 { return true }; return false } == created)
+        #expect(kernel.executed.filter { if case .createIFB = $0 { return true }; return false }.count == 1)
     }
 
     @Test("A failed switch leaves the previous condition in force")
     func failedSwitch() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
         let conditioner = TestDaemon.conditioner(kernel: kernel)
-        _ = try await conditioner.activate("Slow Net")
+        _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
         let before = kernel.fullState
         kernel.refusal = { step, _ in
             if case .changeQdisc = step { return FakeKernel.error(EINVAL, step) }
             return nil
         }
-        await #expect(throws: ShapingError.self) { try await conditioner.activate("Nasty Net") }
+        await #expect(throws: ShapingError.self) { try await conditioner.activate("Nasty Net", by: TestDaemon.root) }
         #expect(await conditioner.status().profile?.name == "Slow Net")
         #expect(kernel.fullState == before)
     }
@@ -38,20 +43,382 @@ struct ConditionerTests {
     func selfHealing() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
         let conditioner = TestDaemon.conditioner(kernel: kernel)
-        _ = try await conditioner.activate("Slow Net")
+        _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
         // Someone runs `tc qdisc del dev eth0 root`.
         try kernel.execute(.deleteQdisc(device: "eth0", parent: .root, handle: ReservedHandles.root))
-        let status = try await conditioner.activate("Nasty Net")
+        let status = try await conditioner.activate("Nasty Net", by: TestDaemon.root)
         #expect(status.profile?.name == "Nasty Net")
-        #expect(try ShapingEngine(kernel: kernel, logger: .quiet).survey(ShapingTarget(interface: "eth0")).isCompleteTree)
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Nasty Net")
     }
 
-    @Test("Leftovers of a daemon that died are removed at start")
+    @Test("Leftovers of a daemon that died without state are removed at start")
     func leftovers() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
         let pristine = kernel.fullState
-        _ = try await TestDaemon.conditioner(kernel: kernel).activate("Slow Net")
-        try await TestDaemon.conditioner(kernel: kernel).removeLeftovers()
+        _ = try await TestDaemon.conditioner(kernel: kernel).activate("Slow Net", by: TestDaemon.root)
+        try await TestDaemon.conditioner(kernel: kernel).recover()
         #expect(kernel.fullState == pristine)
+    }
+}
+
+@Suite("Leases")
+struct LeaseTests {
+    @Test("A timed lease reverts to the baseline by itself")
+    func timedLeaseExpires() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel)
+        _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
+        let leased = try await conditioner.activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 300))
+        #expect(leased.lease?.restores == "Slow Net")
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Nasty Net")
+        try await Task.sleep(for: .milliseconds(700))
+        let after = await conditioner.status()
+        #expect(after.profile?.name == "Slow Net")
+        #expect(after.lease == nil)
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
+        let reasons = await conditioner.history(limit: 10).entries.map(\.reason)
+        #expect(reasons == ["activate", "lease", "lease-expired"])
+    }
+
+    @Test("A lease from off reverts to off and removes the tree")
+    func leaseFromOff() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let pristine = kernel.fullState
+        let conditioner = TestDaemon.conditioner(kernel: kernel)
+        _ = try await conditioner.activate("Slow Net", by: TestDaemon.root, for: LeaseDuration(milliseconds: 200))
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(kernel.fullState == pristine)
+    }
+
+    @Test("A client-bound lease ends when its client releases it")
+    func boundLease() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel)
+        let held = try await conditioner.hold("Nasty Net", by: TestDaemon.alice, maximum: nil, onEnd: { _ in })
+        #expect(held.status.lease?.kind == .clientBound)
+        #expect(held.status.lease?.expires == nil)
+        let restored = await conditioner.release(leaseID: held.leaseID)
+        #expect(restored?.active == false)
+        #expect(await conditioner.release(leaseID: held.leaseID) == nil)
+        #expect(try TestDaemon.conditionInKernel(kernel) == nil)
+    }
+
+    @Test("Taking over a client-bound lease tells its client who did")
+    func takeOver() async throws {
+        let conditioner = TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0"]))
+        let events = EventBox()
+        _ = try await conditioner.hold("Nasty Net", by: TestDaemon.alice, maximum: nil, onEnd: { event in events.add(event) })
+        await #expect(throws: LeaseConflictError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.root) }
+        _ = try await conditioner.activate("Slow Net", by: TestDaemon.root, force: true)
+        let event = try #require(events.all.first)
+        #expect(event.reason == .takenOver)
+        #expect(event.by?.uid == 0)
+        #expect(event.status.profile?.name == "Slow Net")
+    }
+
+    @Test("A client-bound lease with a maximum expires and says so")
+    func boundLeaseMaximum() async throws {
+        let conditioner = TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0"]))
+        let events = EventBox()
+        _ = try await conditioner.hold("Nasty Net", by: TestDaemon.alice, maximum: LeaseDuration(milliseconds: 200), onEnd: { events.add($0) })
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(events.all.map(\.reason) == [.expired])
+        #expect(await conditioner.status().active == false)
+    }
+
+    @Test("Shutdown ends a client-bound lease and removes everything")
+    func shutdown() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let pristine = kernel.fullState
+        let conditioner = TestDaemon.conditioner(kernel: kernel)
+        let events = EventBox()
+        _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
+        _ = try await conditioner.hold("Nasty Net", by: TestDaemon.alice, maximum: nil, onEnd: { events.add($0) })
+        try await conditioner.shutdown()
+        #expect(events.all.map(\.reason) == [.shutdown])
+        #expect(kernel.fullState == pristine)
+    }
+}
+
+/// Collects lease events from `onEnd` callbacks.
+final class EventBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [LeaseEvent] = []
+
+    func add(_ event: LeaseEvent) { lock.withLock { events.append(event) } }
+    var all: [LeaseEvent] { lock.withLock { events } }
+}
+
+@Suite("Recovery after the daemon died")
+struct RecoveryTests {
+    @Test("A baseline survives a restart: the tree is re-adopted, not rebuilt")
+    func readopt() async throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        _ = try await TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path).activate("Slow Net", by: TestDaemon.root)
+        let stepsBefore = kernel.executed.count
+        let restarted = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
+        try await restarted.recover()
+        #expect(await restarted.status().profile?.name == "Slow Net")
+        let recoverySteps = kernel.executed[stepsBefore...]
+        #expect(recoverySteps.allSatisfy { if case .changeClass = $0 { return true }; if case .changeQdisc = $0 { return true }; return false })
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
+    }
+
+    @Test("A valid timed lease survives a restart and still expires")
+    func leaseSurvives() async throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        // The first daemon's event loop stops with it, as a killed process's timers do.
+        let doomed = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        _ = try await TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path, eventLoop: doomed.next())
+            .activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 2000))
+        try await doomed.shutdownGracefully()
+        let restarted = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
+        try await restarted.recover()
+        let status = await restarted.status()
+        #expect(status.lease?.holder.uid == 1000)
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Nasty Net")
+        try await Task.sleep(for: .milliseconds(3000))
+        #expect(try TestDaemon.conditionInKernel(kernel) == nil)
+    }
+
+    @Test("An expired lease is not restored; the baseline is")
+    func expiredLease() async throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let first = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
+        _ = try await first.activate("Slow Net", by: TestDaemon.root)
+        _ = try await first.activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 100))
+        // The daemon dies before the lease ends; the new one starts after it would have.
+        let store = StateStore(directory: directory.path, interface: "eth0")
+        let state = try #require(store.load())
+        try await Task.sleep(for: .milliseconds(400))
+        try store.save(state)
+        let restarted = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
+        try await restarted.recover()
+        #expect(await restarted.status().profile?.name == "Slow Net")
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
+    }
+
+    @Test("A client-bound lease does not outlive its daemon")
+    func boundLeaseDropped() async throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        _ = try await TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
+            .hold("Nasty Net", by: TestDaemon.alice, maximum: nil, onEnd: { _ in })
+        let restarted = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
+        try await restarted.recover()
+        #expect(await restarted.status().active == false)
+        #expect(try TestDaemon.conditionInKernel(kernel) == nil)
+    }
+
+    @Test("A clean shutdown forgets the state")
+    func shutdownForgets() async throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
+        _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
+        try await conditioner.shutdown()
+        #expect(StateStore(directory: directory.path, interface: "eth0").load() == nil)
+    }
+
+    @Test("A daemon killed at any step of a build, switch or teardown is followed by a consistent one",
+          arguments: CrashScenario.all)
+    func crashAtEveryStep(scenario: CrashScenario) async throws {
+        // Count the steps the change itself takes, then crash at each of them.
+        let counting = FakeKernel(interfaces: ["eth0"])
+        let countingConditioner = TestDaemon.conditioner(kernel: counting)
+        try await scenario.prepare(countingConditioner)
+        let before = counting.executed.count
+        try await scenario.change(countingConditioner)
+        let changeSteps = counting.executed.count - before
+        #expect(changeSteps > 0)
+
+        for crashStep in 0...changeSteps {
+            let runtime = try TestDaemon.temporaryDirectory()
+            let snapshot = try TestDaemon.temporaryDirectory()
+            defer {
+                try? FileManager.default.removeItem(at: runtime)
+                try? FileManager.default.removeItem(at: snapshot)
+            }
+            let kernel = FakeKernel(interfaces: ["eth0"])
+            let crashing = CrashingKernel(wrapping: kernel, stateFile: StateStore(directory: runtime.path, interface: "eth0").url, snapshot: snapshot)
+            let dying = Conditioner(
+                engine: ShapingEngine(kernel: crashing, logger: .quiet), target: ShapingTarget(interface: "eth0"), planner: Planner(),
+                catalog: ProfileCatalog(entries: TestDaemon.profiles), eventLoop: MultiThreadedEventLoopGroup.singleton.next(),
+                stateDirectory: runtime.path, logger: .quiet
+            )
+            try await scenario.prepare(dying)
+            crashing.crash(afterSteps: crashStep)
+            _ = try? await scenario.change(dying)
+            crashing.crashNowIfStillAlive()
+
+            let restarted = TestDaemon.conditioner(kernel: kernel, stateDirectory: snapshot.path)
+            try await restarted.recover()
+            let found = try TestDaemon.conditionInKernel(kernel)
+            #expect(scenario.acceptable.contains(found), "crash after \(crashStep) steps of \(scenario): kernel has \(found ?? "nothing")")
+            #expect(await restarted.status().profile?.name == found)
+            #expect(kernel.devices.keys.sorted() == (found == nil ? ["eth0"] : ["eth0", "lc-eth0"]))
+        }
+    }
+}
+
+/// A change of condition during which the daemon may die.
+struct CrashScenario: Sendable, CustomStringConvertible {
+    var description: String
+    var from: String?
+    var to: String?
+
+    /// Where the kernel may be after a restart: old, new, or (for a build) nothing yet.
+    var acceptable: [String?] { [from, to] }
+
+    static let all = [
+        CrashScenario(description: "build", from: nil, to: "Slow Net"),
+        CrashScenario(description: "switch", from: "Slow Net", to: "Nasty Net"),
+        CrashScenario(description: "teardown", from: "Nasty Net", to: nil),
+    ]
+
+    func prepare(_ conditioner: Conditioner) async throws {
+        if let from { _ = try await conditioner.activate(from, by: TestDaemon.root) }
+    }
+
+    func change(_ conditioner: Conditioner) async throws {
+        if let to {
+            _ = try await conditioner.activate(to, by: TestDaemon.root)
+        } else {
+            _ = try await conditioner.deactivate(by: TestDaemon.root)
+        }
+    }
+}
+
+/// Stands for a daemon that is killed: after a number of steps, it snapshots the state file as
+/// the dead daemon left it and refuses every later step, rollback included, so the model kernel
+/// keeps exactly what the dead daemon had done.
+final class CrashingKernel: TrafficControlKernel, @unchecked Sendable {
+    private let wrapped: FakeKernel
+    private let stateFile: URL
+    private let snapshot: URL
+    private let lock = NSLock()
+    private var remaining: Int?
+    private var dead = false
+
+    init(wrapping wrapped: FakeKernel, stateFile: URL, snapshot: URL) {
+        self.wrapped = wrapped
+        self.stateFile = stateFile
+        self.snapshot = snapshot
+    }
+
+    func crash(afterSteps steps: Int) {
+        lock.withLock { remaining = steps }
+    }
+
+    /// For a change that finished before reaching the crash step: the daemon dies right after.
+    func crashNowIfStillAlive() {
+        lock.withLock { if !dead { die() } }
+    }
+
+    private func die() {
+        dead = true
+        let target = snapshot.appendingPathComponent(stateFile.lastPathComponent)
+        try? FileManager.default.removeItem(at: target)
+        try? FileManager.default.copyItem(at: stateFile, to: target)
+    }
+
+    func execute(_ step: TrafficStep) throws(NetlinkError) {
+        let refuse: Bool = lock.withLock {
+            if dead { return true }
+            if let left = remaining {
+                if left == 0 {
+                    die()
+                    return true
+                }
+                remaining = left - 1
+            }
+            return false
+        }
+        if refuse {
+            throw NetlinkError(code: .other, operation: "\(step)", reason: "the daemon is dead")
+        }
+        try wrapped.execute(step)
+    }
+
+    func survey(_ target: ShapingTarget) throws(NetlinkError) -> KernelSurvey {
+        try wrapped.survey(target)
+    }
+}
+
+@Suite("Reload and history")
+struct ReloadTests {
+    func write(_ text: String, to file: URL) throws {
+        try text.write(to: file, atomically: true, encoding: .utf8)
+    }
+
+    @Test("Reload applies the active profile's new values in place and skips a broken file")
+    func reload() async throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let slow = directory.appendingPathComponent("slow.yaml")
+        try write("name: Slow\ndownlink: { bandwidth: 32kbit, delay: 100ms }\n", to: slow)
+        try write("name: Other\nuplink: { loss: 5% }\n", to: directory.appendingPathComponent("other.yaml"))
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let conditioner = TestDaemon.conditioner(
+            kernel: kernel, catalog: ProfileCatalog.load(from: [directory.path]), profileDirectories: [directory.path]
+        )
+        _ = try await conditioner.activate("Slow", by: TestDaemon.root)
+
+        try write("name: Broken\ndownlink: { loss: 120% }\n", to: directory.appendingPathComponent("broken.yaml"))
+        let unchanged = await conditioner.reload()
+        #expect(unchanged.reapplied == false)
+        #expect(unchanged.problems.map(\.field) == ["downlink.loss"])
+        #expect(unchanged.profiles == 2)
+
+        try write("name: Slow\ndownlink: { bandwidth: 32kbit, delay: 250ms }\n", to: slow)
+        let changed = await conditioner.reload()
+        #expect(changed.reapplied)
+        #expect(changed.status.profile?.downlink.delay == "250ms")
+        guard case .netem(let netem)? = kernel.qdisc(ReservedHandles.bulkLeaf, on: "lc-eth0")?.settings else {
+            Issue.record("no downlink netem")
+            return
+        }
+        #expect(netem.delay == .milliseconds(250))
+        #expect(kernel.executed.filter { if case .createIFB = $0 { return true }; return false }.count == 1)
+    }
+
+    @Test("A profile whose file broke keeps its values")
+    func brokenActiveProfile() async throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let slow = directory.appendingPathComponent("slow.yaml")
+        try write("name: Slow\ndownlink: { delay: 100ms }\n", to: slow)
+        let conditioner = TestDaemon.conditioner(
+            kernel: FakeKernel(interfaces: ["eth0"]), catalog: ProfileCatalog.load(from: [directory.path]), profileDirectories: [directory.path]
+        )
+        _ = try await conditioner.activate("Slow", by: TestDaemon.root)
+        try write("name: Slow\ndownlink: { delay: 100 }\n", to: slow)
+        let reload = await conditioner.reload()
+        #expect(reload.reapplied == false)
+        #expect(reload.status.profile?.downlink.delay == "100ms")
+    }
+
+    @Test("History names who changed what and survives a restart")
+    func history() async throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("history.jsonl").path
+        let conditioner = TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0"]), historyFile: file)
+        _ = try await conditioner.activate("Slow Net", by: TestDaemon.alice)
+        _ = try await conditioner.deactivate(by: TestDaemon.root)
+        let entries = await TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0"]), historyFile: file).history(limit: 10).entries
+        #expect(entries.map(\.reason) == ["activate", "off"])
+        #expect(entries[0].from == "off")
+        #expect(entries[0].to == "Slow Net")
+        #expect(entries[0].requester?.command == "pytest -k offline")
+        #expect(entries[1].requester?.uid == 0)
     }
 }

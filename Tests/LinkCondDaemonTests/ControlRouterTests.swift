@@ -3,6 +3,8 @@ import Foundation
 import Glibc
 @testable import LinkCondDaemon
 import NIOHTTP1
+import NIOPosix
+import Profiles
 import Shaping
 import ShapingTestSupport
 import Testing
@@ -10,10 +12,14 @@ import Testing
 @Suite("Control API routing and JSON")
 struct ControlRouterTests {
     let kernel = FakeKernel(interfaces: ["eth0"])
-    var router: ControlRouter { ControlRouter(conditioner: TestDaemon.conditioner(kernel: kernel)) }
+    let router: ControlRouter
 
-    func send(_ method: HTTPMethod, _ path: String, _ body: String = "") async -> ControlReply {
-        await router.respond(to: ControlRequest(method: method, path: path, body: Array(body.utf8)))
+    init() {
+        router = ControlRouter(conditioner: TestDaemon.conditioner(kernel: kernel), authorizer: TestDaemon.authorizer)
+    }
+
+    func send(_ method: HTTPMethod, _ uri: String, _ body: String = "", as requester: Requester = TestDaemon.root) async -> ControlReply {
+        await router.respond(to: ControlRequest(method: method, uri: uri, body: Array(body.utf8), requester: requester))
     }
 
     func decode<Value: Decodable>(_ type: Value.Type, _ reply: ControlReply) throws -> Value {
@@ -27,6 +33,7 @@ struct ControlRouterTests {
         let status = try decode(StatusResponse.self, reply)
         #expect(status.active == false)
         #expect(status.profile == nil)
+        #expect(status.lease == nil)
         #expect(status.interface == "eth0")
         #expect(status.ifb == "lc-eth0")
         #expect(status.exemptions == ["tcp/22"])
@@ -41,7 +48,7 @@ struct ControlRouterTests {
 
     @Test("GET /v1/profiles/{name} finds by display name or stem, percent-encoded")
     func showProfile() async throws {
-        for path in ["/v1/profiles/Slow%20Net", "/v1/profiles/slow-net", "/v1/profiles/SLOW%20NET/"] {
+        for path in ["/v1/profiles/Slow%20Net", "/v1/profiles/slow-net", "/v1/profiles/SLOW%20NET/", "/v1/profiles/slow-net?x=1"] {
             let profile = try decode(ProfileDocument.self, await send(.GET, path))
             #expect(profile.name == "Slow Net")
             #expect(profile.uplink.bandwidth == "32kbit")
@@ -72,16 +79,85 @@ struct ControlRouterTests {
         #expect(kernel.devices["lc-eth0"] != nil)
     }
 
+    @Test("PUT /v1/condition with 'for' makes a timed lease")
+    func activateLease() async throws {
+        let status = try decode(StatusResponse.self, await send(.PUT, "/v1/condition", #"{"profile": "Nasty Net", "for": "1h"}"#, as: TestDaemon.alice))
+        let lease = try #require(status.lease)
+        #expect(lease.kind == .timed)
+        #expect(lease.holder.uid == 1000)
+        #expect(lease.restores == "off")
+        #expect((3590...3600).contains(lease.secondsLeft ?? 0))
+    }
+
+    @Test("A bad lease duration is a 400")
+    func badDuration() async throws {
+        let reply = await send(.PUT, "/v1/condition", #"{"profile": "Nasty Net", "for": "soon"}"#)
+        #expect(reply.status == .badRequest)
+        #expect(try decode(ErrorResponse.self, reply).error.message.contains("'soon'"))
+        #expect(kernel.executed.isEmpty)
+    }
+
+    @Test("A held lease is a 409 naming the holder; force takes over")
+    func leaseConflict() async throws {
+        _ = await send(.PUT, "/v1/condition", #"{"profile": "Nasty Net", "for": "10m"}"#, as: TestDaemon.alice)
+        let conflict = await send(.PUT, "/v1/condition", #"{"profile": "Slow Net"}"#)
+        #expect(conflict.status == .conflict)
+        let error = try decode(ErrorResponse.self, conflict)
+        #expect(error.error.code == "lease-held")
+        #expect(error.error.message.contains("uid 1000 (alice)"))
+        #expect(error.error.message.contains("pytest -k offline"))
+        #expect(await send(.DELETE, "/v1/condition").status == .conflict)
+
+        let forced = try decode(StatusResponse.self, await send(.PUT, "/v1/condition", #"{"profile": "Slow Net", "force": true}"#))
+        #expect(forced.profile?.name == "Slow Net")
+        #expect(forced.lease == nil)
+    }
+
     @Test("DELETE /v1/condition turns shaping off, and is fine when already off")
     func deactivate() async throws {
-        let router = router
-        _ = await router.respond(to: ControlRequest(method: .PUT, path: "/v1/condition", body: Array(#"{"profile": "Nasty Net"}"#.utf8)))
+        _ = await send(.PUT, "/v1/condition", #"{"profile": "Nasty Net"}"#)
         for _ in 0..<2 {
-            let reply = await router.respond(to: ControlRequest(method: .DELETE, path: "/v1/condition", body: []))
+            let reply = await send(.DELETE, "/v1/condition")
             #expect(reply.status == .ok)
             #expect(try decode(StatusResponse.self, reply).active == false)
         }
         #expect(kernel.devices["lc-eth0"] == nil)
+    }
+
+    @Test("DELETE with ?force ends someone else's lease")
+    func forcedOff() async throws {
+        _ = await send(.PUT, "/v1/condition", #"{"profile": "Nasty Net", "for": "10m"}"#, as: TestDaemon.alice)
+        let reply = await send(.DELETE, "/v1/condition?force=1")
+        #expect(reply.status == .ok)
+        #expect(try decode(StatusResponse.self, reply).active == false)
+    }
+
+    @Test("Users outside the group get a 403 naming it, and nothing changes", arguments: [
+        (HTTPMethod.PUT, "/v1/condition", #"{"profile": "Slow Net"}"#),
+        (HTTPMethod.DELETE, "/v1/condition", ""),
+        (HTTPMethod.POST, "/v1/reload", ""),
+        (HTTPMethod.POST, "/v1/leases", #"{"profile": "Slow Net"}"#),
+    ])
+    func forbidden(method: HTTPMethod, path: String, body: String) async throws {
+        let reply = await send(method, path, body, as: TestDaemon.bob)
+        #expect(reply.status == .forbidden)
+        let error = try decode(ErrorResponse.self, reply)
+        #expect(error.error.code == "forbidden")
+        #expect(error.error.message.contains("'linkcond'"))
+        #expect(error.error.message.contains("uid 1001 (bob)"))
+        #expect(kernel.executed.isEmpty)
+    }
+
+    @Test("Everyone may read")
+    func readsAreOpen() async throws {
+        for path in ["/v1/status", "/v1/profiles", "/v1/profiles/slow-net", "/v1/history"] {
+            #expect(await send(.GET, path, as: TestDaemon.bob).status == .ok)
+        }
+    }
+
+    @Test("Group members may change the condition")
+    func groupMember() async throws {
+        #expect(await send(.PUT, "/v1/condition", #"{"profile": "Slow Net"}"#, as: TestDaemon.alice).status == .ok)
     }
 
     @Test("Bad request bodies are 400s that say what is wrong", arguments: [
@@ -106,15 +182,17 @@ struct ControlRouterTests {
         #expect(try decode(ErrorResponse.self, reply).error.code == "method-not-allowed")
     }
 
-    @Test("An unknown path is a JSON 404")
+    @Test("An unknown path is a JSON 404; the fault hook does not exist unless enabled")
     func unknownPath() async throws {
-        let reply = await send(.GET, "/v2/status")
-        #expect(reply.status == .notFound)
-        #expect(try decode(ErrorResponse.self, reply).error.code == "not-found")
+        for path in ["/v2/status", "/v1/debug/fault"] {
+            let reply = await send(.PUT, path, #"{"failAtStep": 1}"#)
+            #expect(reply.status == .notFound)
+            #expect(try decode(ErrorResponse.self, reply).error.code == "not-found")
+        }
     }
 
-    @Test("A foreign qdisc is a 409; a missing module a 500 naming it")
-    func kernelTrouble() async throws {
+    @Test("A foreign qdisc is a 409; replaceForeign replaces it")
+    func foreignQdisc() async throws {
         kernel.addForeignQdisc(on: "eth0", parent: .root, handle: .init(major: 1), kind: "htb")
         let conflict = await send(.PUT, "/v1/condition", #"{"profile": "Slow Net"}"#)
         #expect(conflict.status == .conflict)
@@ -139,5 +217,26 @@ struct ControlRouterTests {
         #expect(error.error.code == "missing-kernel-module")
         #expect(error.error.message.contains("sch_netem"))
         #expect(kernel.fullState == before)
+    }
+
+    @Test("The fault hook, when enabled, fails the chosen step and the change rolls back")
+    func faultHook() async throws {
+        let faults = FaultSwitch()
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let before = kernel.fullState
+        let conditioner = Conditioner(
+            engine: ShapingEngine(kernel: FaultInjectingKernel(wrapping: kernel, faults: faults), logger: .quiet),
+            target: ShapingTarget(interface: "eth0"), planner: Planner(),
+            catalog: ProfileCatalog(entries: TestDaemon.profiles), eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: .quiet
+        )
+        let router = ControlRouter(conditioner: conditioner, authorizer: TestDaemon.authorizer, faults: faults)
+        let armed = await router.respond(to: ControlRequest(method: .PUT, uri: "/v1/debug/fault", body: Array(#"{"failAtStep": 5}"#.utf8), requester: TestDaemon.root))
+        #expect(armed.status == .ok)
+        let failed = await router.respond(to: ControlRequest(method: .PUT, uri: "/v1/condition", body: Array(#"{"profile": "Slow Net"}"#.utf8), requester: TestDaemon.root))
+        #expect(failed.status == .internalServerError)
+        #expect(try decode(ErrorResponse.self, failed).error.message.contains("fault injected"))
+        #expect(kernel.fullState == before)
+        let retried = await router.respond(to: ControlRequest(method: .PUT, uri: "/v1/condition", body: Array(#"{"profile": "Slow Net"}"#.utf8), requester: TestDaemon.root))
+        #expect(retried.status == .ok)
     }
 }

@@ -1,6 +1,7 @@
 import ControlAPI
 import ControlClient
 import Foundation
+import Glibc
 @testable import LinkCondDaemon
 import NIOPosix
 import Profiles
@@ -15,8 +16,7 @@ struct DaemonEndToEndTests {
     /// the way SIGTERM does.
     func withDaemon(kernel: FakeKernel, _ body: (ControlClient, String) async throws -> Void) async throws {
         let socketPath = TestDaemon.socketPath()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lc-profiles-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TestDaemon.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         try """
             name: Slow Net
@@ -25,7 +25,11 @@ struct DaemonEndToEndTests {
             dns: { delay: 200ms }
             """.write(to: directory.appendingPathComponent("slow-net.yaml"), atomically: true, encoding: .utf8)
         let daemon = try await LinkCondDaemon(
-            configuration: DaemonConfiguration(interface: "eth0", socketPath: socketPath, profileDirectories: [directory.path], exemptions: .default),
+            configuration: DaemonConfiguration(
+                interface: "eth0", socket: .path(socketPath), profileDirectories: [directory.path], exemptions: .default,
+                stateDirectory: directory.appendingPathComponent("run").path,
+                historyFile: directory.appendingPathComponent("history.jsonl").path
+            ),
             kernel: kernel, group: MultiThreadedEventLoopGroup.singleton, logger: .quiet
         )
         let group = ServiceGroup(services: [daemon], logger: .quiet)
@@ -56,6 +60,76 @@ struct DaemonEndToEndTests {
         #expect(kernel.fullState == pristine)
     }
 
+    @Test("The socket is open to every user; requests carry the peer's credentials")
+    func peerCredentials() async throws {
+        try await withDaemon(kernel: FakeKernel(interfaces: ["eth0"])) { client, socketPath in
+            let attributes = try FileManager.default.attributesOfItem(atPath: socketPath)
+            #expect((attributes[.posixPermissions] as? Int) == 0o666)
+            _ = try await client.activate("Slow Net")
+            let entry = try #require(try await client.history(limit: 1).entries.last)
+            #expect(entry.requester?.uid == getuid())
+            #expect(entry.requester?.pid == getpid())
+        }
+    }
+
+    @Test("A client-bound lease holds while the body runs and is gone after")
+    func lease() async throws {
+        try await withDaemon(kernel: FakeKernel(interfaces: ["eth0"])) { client, _ in
+            let (inside, last) = try await client.withLease(LeaseRequest(profile: "Slow Net"), interrupted: { _ in }) { status in
+                #expect(status.lease?.kind == .clientBound)
+                return try await client.status()
+            }
+            #expect(inside.profile?.name == "Slow Net")
+            #expect(last?.event == .ended)
+            #expect(last?.reason == .released)
+            #expect(try await client.status().active == false)
+        }
+    }
+
+    @Test("A lease ends when its client disappears without a word")
+    func clientVanishes() async throws {
+        try await withDaemon(kernel: FakeKernel(interfaces: ["eth0"])) { client, _ in
+            let holder = Task {
+                try await client.withLease(LeaseRequest(profile: "Slow Net"), interrupted: { _ in }) { _ in
+                    try await Task.sleep(for: .seconds(30))
+                }
+            }
+            for _ in 0..<200 where (try? await client.status())?.active != true {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(try await client.status().lease != nil)
+            holder.cancel()
+            _ = await holder.result
+            for _ in 0..<200 where (try? await client.status())?.active != false {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(try await client.status().active == false)
+        }
+    }
+
+    @Test("A lease's client hears when the lease expires under it")
+    func leaseExpires() async throws {
+        try await withDaemon(kernel: FakeKernel(interfaces: ["eth0"])) { client, _ in
+            let heard = EventBox()
+            let (_, last) = try await client.withLease(LeaseRequest(profile: "Slow Net", for: "200ms"), interrupted: { heard.add($0) }) { _ in
+                try await Task.sleep(for: .milliseconds(700))
+            }
+            #expect(heard.all.map(\.reason) == [.expired])
+            #expect(last?.reason == .expired)
+        }
+    }
+
+    @Test("A second client gets a 409 naming the lease's holder")
+    func leaseConflict() async throws {
+        try await withDaemon(kernel: FakeKernel(interfaces: ["eth0"])) { client, _ in
+            _ = try await client.activate("Slow Net", for: "1h")
+            let error = await #expect(throws: ControlClientError.self) { try await client.activate("Slow Net") }
+            #expect(error?.status == 409)
+            #expect(error?.message.contains("held by uid \(getuid())") == true)
+            _ = try await client.deactivate(force: true)
+        }
+    }
+
     @Test("API errors reach the client with their code and suggestions")
     func apiErrors() async throws {
         try await withDaemon(kernel: FakeKernel(interfaces: ["eth0"])) { client, _ in
@@ -77,7 +151,7 @@ struct DaemonEndToEndTests {
     func missingInterface() async throws {
         let error = await #expect(throws: DaemonError.self) {
             _ = try await LinkCondDaemon(
-                configuration: DaemonConfiguration(interface: "eth9", socketPath: TestDaemon.socketPath(), profileDirectories: [], exemptions: .default),
+                configuration: DaemonConfiguration(interface: "eth9", socket: .path(TestDaemon.socketPath()), profileDirectories: [], exemptions: .default),
                 kernel: FakeKernel(interfaces: ["eth0"]), group: MultiThreadedEventLoopGroup.singleton, logger: .quiet
             )
         }

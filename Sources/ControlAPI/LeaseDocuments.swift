@@ -1,0 +1,105 @@
+/// Who made a request, as the daemon learned it from the socket's peer credentials.
+public struct HolderDocument: Codable, Sendable, Equatable, CustomStringConvertible {
+    public var uid: UInt32
+    /// The user name, when the uid has one.
+    public var user: String?
+    public var pid: Int32
+    /// The peer's command line, when it could be read.
+    public var command: String?
+
+    public init(uid: UInt32, user: String?, pid: Int32, command: String?) {
+        self.uid = uid
+        self.user = user
+        self.pid = pid
+        self.command = command
+    }
+
+    /// `uid 1000 (alice), pid 4242 'pytest -k offline'`.
+    public var description: String {
+        var text = "uid \(uid)"
+        if let user { text += " (\(user))" }
+        text += ", pid \(pid)"
+        if let command, !command.isEmpty { text += " '\(command)'" }
+        return text
+    }
+}
+
+/// A condition that ends by itself: after a time, or when the client that asked for it goes away.
+public struct LeaseDocument: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable {
+        /// Ends at `expires`.
+        case timed
+        /// Ends when the client's connection closes (`linkcond run`), or at `expires` if set.
+        case clientBound = "client-bound"
+    }
+
+    public var profile: String
+    public var holder: HolderDocument
+    public var kind: Kind
+    /// ISO 8601, UTC; absent for a client-bound lease without a maximum.
+    public var expires: String?
+    /// Whole seconds until `expires`, when it is set.
+    public var secondsLeft: Int?
+    /// What comes back when the lease ends: a profile name, or `off`.
+    public var restores: String
+
+    public init(profile: String, holder: HolderDocument, kind: Kind, expires: String?, secondsLeft: Int?, restores: String) {
+        self.profile = profile
+        self.holder = holder
+        self.kind = kind
+        self.expires = expires
+        self.secondsLeft = secondsLeft
+        self.restores = restores
+    }
+}
+
+/// `POST /v1/leases`: hold a profile for as long as this connection stays open.
+public struct LeaseRequest: Codable, Sendable, Equatable {
+    public var profile: String
+    /// The longest the lease may last even if the client stays, e.g. `30m`.
+    public var `for`: String?
+    /// Take over a lease held by someone else.
+    public var force: Bool?
+    public var replaceForeign: Bool?
+
+    public init(profile: String, for duration: String? = nil, force: Bool? = nil, replaceForeign: Bool? = nil) {
+        self.profile = profile
+        self.for = duration
+        self.force = force
+        self.replaceForeign = replaceForeign
+    }
+}
+
+/// One line of the `POST /v1/leases` response stream (newline-delimited JSON).
+public struct LeaseEvent: Codable, Sendable, Equatable {
+    public enum Event: String, Codable, Sendable {
+        /// The lease is in force; the first line.
+        case active
+        /// The lease is over and the previous condition is back; the last line.
+        case ended
+    }
+
+    public enum EndReason: String, Codable, Sendable {
+        /// The client closed its side of the connection.
+        case released
+        /// Its maximum duration passed.
+        case expired
+        /// Another client took over with `force`.
+        case takenOver = "taken-over"
+        /// The daemon is stopping.
+        case shutdown
+    }
+
+    public var event: Event
+    public var reason: EndReason?
+    /// Who took over, for `taken-over`.
+    public var by: HolderDocument?
+    public var status: StatusResponse
+
+    public init(event: Event, reason: EndReason? = nil, by: HolderDocument? = nil, status: StatusResponse) {
+        self.event = event
+        self.reason = reason
+        self.by = by
+        self.status = status
+    }
+}

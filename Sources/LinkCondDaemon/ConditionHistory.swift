@@ -1,0 +1,56 @@
+import ControlAPI
+import Foundation
+
+/// The last changes of condition with who, when and why, kept in memory and appended to a
+/// JSON-lines file so that "why were my tests slow last night?" has an answer after restarts.
+struct ConditionHistory {
+    static let kept = 200
+    /// The file is cut back to `kept` lines when it grows past this.
+    static let fileLimit = 2000
+
+    private(set) var entries: [HistoryEntryDocument] = []
+    let file: URL?
+
+    init(file: URL?) {
+        self.file = file
+        guard let file, let text = try? String(contentsOf: file, encoding: .utf8) else { return }
+        let lines = text.split(separator: "\n")
+        let decoder = JSONDecoder()
+        entries = lines.suffix(Self.kept).compactMap { try? decoder.decode(HistoryEntryDocument.self, from: Data($0.utf8)) }
+        if lines.count > Self.fileLimit {
+            rewriteFile()
+        }
+    }
+
+    mutating func record(_ entry: HistoryEntryDocument) {
+        entries.append(entry)
+        if entries.count > Self.kept {
+            entries.removeFirst(entries.count - Self.kept)
+        }
+        append(entry)
+    }
+
+    func recent(_ limit: Int) -> [HistoryEntryDocument] {
+        Array(entries.suffix(max(0, limit)))
+    }
+
+    private func append(_ entry: HistoryEntryDocument) {
+        guard let file, var line = try? JSONEncoder().encode(entry) else { return }
+        line.append(UInt8(ascii: "\n"))
+        try? FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        if let handle = try? FileHandle(forWritingTo: file) {
+            defer { try? handle.close() }
+            _ = try? handle.seekToEnd()
+            try? handle.write(contentsOf: line)
+        } else {
+            try? line.write(to: file)
+        }
+    }
+
+    private func rewriteFile() {
+        guard let file else { return }
+        let encoder = JSONEncoder()
+        let text = entries.compactMap { try? encoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) + "\n" }.joined()
+        try? Data(text.utf8).write(to: file, options: .atomic)
+    }
+}

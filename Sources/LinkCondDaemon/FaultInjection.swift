@@ -1,0 +1,69 @@
+import Glibc
+import Netlink
+import Shaping
+import Synchronization
+
+/// Test hook: makes the Nth next netlink step fail, or the daemon die there with SIGKILL, to
+/// prove rollback and crash recovery at every step on a real kernel. Only wired in when the
+/// daemon runs with `--enable-fault-injection`.
+public final class FaultSwitch: Sendable {
+    public enum Fault: String, Codable, Sendable {
+        /// The step fails as if the kernel refused it.
+        case fail
+        /// The daemon kills itself with SIGKILL instead of running the step.
+        case kill
+    }
+
+    private let armed = Mutex<(remaining: Int, fault: Fault)?>(nil)
+
+    public init() {}
+
+    /// Lets `step` steps through, then injects `fault` at the next one, once; `nil` or a
+    /// negative step disarms.
+    public func arm(atStep step: Int?, fault: Fault = .fail) {
+        armed.withLock { $0 = step.flatMap { $0 >= 0 ? ($0, fault) : nil } }
+    }
+
+    /// The fault to inject at the step about to run, if any; counts the step otherwise.
+    func faultForNextStep() -> Fault? {
+        armed.withLock { armed in
+            guard let current = armed else { return nil }
+            if current.remaining == 0 {
+                armed = nil
+                return current.fault
+            }
+            armed = (current.remaining - 1, current.fault)
+            return nil
+        }
+    }
+}
+
+/// A kernel that fails when its `FaultSwitch` says so, and otherwise passes everything on.
+final class FaultInjectingKernel: TrafficControlKernel {
+    let wrapped: any TrafficControlKernel
+    let faults: FaultSwitch
+
+    init(wrapping wrapped: any TrafficControlKernel, faults: FaultSwitch) {
+        self.wrapped = wrapped
+        self.faults = faults
+    }
+
+    func execute(_ step: TrafficStep) throws(NetlinkError) {
+        switch faults.faultForNextStep() {
+        case .kill:
+            kill(getpid(), SIGKILL)
+        case .fail:
+            throw NetlinkError(
+                code: .invalid, operation: "\(step)", errno: EINVAL, reason: "Invalid argument",
+                kernelMessage: "fault injected by linkcondd's test hook"
+            )
+        case nil:
+            break
+        }
+        try wrapped.execute(step)
+    }
+
+    func survey(_ target: ShapingTarget) throws(NetlinkError) -> KernelSurvey {
+        try wrapped.survey(target)
+    }
+}
