@@ -11,7 +11,7 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 RELEASE := .build/release
 GENERATED := .build/generated
 
-.PHONY: all build test unit-test kernel-test demo install uninstall generated clean
+.PHONY: all build test unit-test kernel-test demo bench install uninstall generated clean
 
 all: build
 
@@ -34,6 +34,10 @@ kernel-test:
 ## Setup, then a demo in throwaway namespaces: Slow Net, Nasty Net and Black Hole, measured.
 demo:
 	scripts/demo
+
+## Setup, then the benchmarks behind docs/performance.md (about an hour, mostly in the VM).
+bench:
+	scripts/bench
 
 ## Shell completions and man pages, generated from the command-line definitions.
 generated: build

@@ -66,6 +66,20 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Measurements behind docs/performance.md (`make bench`).
+        .executableTarget(
+            name: "linkcond-bench",
+            dependencies: [
+                "ControlAPI", "LinkCondDaemon", "Netlink", "Profiles", "Shaping", "ShapingTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Benchmarks/linkcond-bench"
+        ),
         .executableTarget(
             name: "linkcond",
             dependencies: [

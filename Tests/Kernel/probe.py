@@ -9,6 +9,8 @@ rtt         round trips to several targets, interleaved, one JSON object per tar
 throughput  TCP bulk transfer, goodput measured at the receiver over a steady-state window.
 loss        numbered UDP datagrams one way, counted at the receiver.
 session     hold one TCP echo connection open until a file appears, then echo again.
+stream      timestamped UDP packets at a steady rate, up and/or down, for one-way delays.
+trickle     a slow TCP transfer until a file appears, then check every byte arrived.
 
 Every client command prints one JSON document on stdout.
 """
@@ -30,6 +32,8 @@ SOURCE_PORT = 5002
 COUNTER_PORT = 9000
 MAGIC = b"LCPR"
 SEG = struct.Struct("!4sQI")  # magic, run id, sequence number
+STAMPED = b"LCTS"
+TSEG = struct.Struct("!4sQIq")  # magic, run id, sequence number, CLOCK_MONOTONIC ns at sending
 
 
 def now():
@@ -88,6 +92,7 @@ class Server:
     def __init__(self):
         self.lock = threading.Lock()
         self.counts = {}      # run id -> set of sequence numbers (UDP counter)
+        self.stamps = {}      # run id -> [(seq, sent ns, received ns)] (timestamped packets)
         self.sinks = {}       # run id -> [(t, cumulative bytes)]
         self.counter = None
 
@@ -170,6 +175,12 @@ class Server:
         s = self.counter
         while True:
             data, _ = s.recvfrom(65535)
+            received = time.monotonic_ns()
+            if len(data) >= TSEG.size and data[:4] == STAMPED:
+                _, rid, seq, sent = TSEG.unpack_from(data)
+                with self.lock:
+                    self.stamps.setdefault(rid, []).append((seq, sent, received))
+                continue
             if len(data) < SEG.size:
                 continue
             magic, rid, seq = SEG.unpack_from(data)
@@ -190,6 +201,21 @@ class Server:
             pace(t0, seq + 1, gap)
         return now() - t0
 
+    def stream(self, host, port, rid, rate, duration):
+        dst = v4mapped((host, port))
+        pad = b"\0" * 32
+        gap = 1.0 / rate
+        t0 = now()
+        seq = 0
+        while now() - t0 < duration:
+            try:
+                self.counter.sendto(TSEG.pack(STAMPED, rid, seq, time.monotonic_ns()) + pad, dst)
+            except OSError:
+                pass
+            seq += 1
+            pace(t0, seq, gap)
+        return seq
+
     def control(self, c):
         with c:
             f = c.makefile("rwb")
@@ -203,6 +229,12 @@ class Server:
             elif op == "sink":
                 with self.lock:
                     rep = {"series": list(self.sinks.get(req["id"], []))}
+            elif op == "stamps":
+                with self.lock:
+                    rep = {"packets": list(self.stamps.get(req["id"], []))}
+            elif op == "stream":
+                sent = self.stream(req["host"], req["port"], req["id"], req["rate"], req["duration"])
+                rep = {"sent": sent}
             elif op == "blast":
                 took = self.blast(req["host"], req["port"], req["id"], req["count"], req["gap"])
                 rep = {"sent": req["count"], "seconds": took}
@@ -493,6 +525,114 @@ def cmd_loss(a):
     print()
 
 
+# ---------------------------------------------------------------- stream
+
+def stream_up(a, host, out):
+    rid = run_id()
+    s = socket.socket(family_of(host), socket.SOCK_DGRAM)
+    s.connect((host, COUNTER_PORT))
+    pad = b"\0" * 32
+    gap = 1.0 / a.rate
+    t0 = now()
+    seq = 0
+    while now() - t0 < a.duration:
+        try:
+            s.send(TSEG.pack(STAMPED, rid, seq, time.monotonic_ns()) + pad)
+        except OSError:
+            pass
+        seq += 1
+        pace(t0, seq, gap)
+    s.close()
+    time.sleep(a.grace)
+    out["up"] = {"sent": seq, "packets": ctl_call(a.ctl, {"op": "stamps", "id": rid})["packets"]}
+
+
+def stream_down(a, host, out):
+    rid = run_id()
+    probe = socket.socket(family_of(host), socket.SOCK_DGRAM)
+    probe.connect((host, COUNTER_PORT))
+    local = probe.getsockname()[0]
+    probe.close()
+    s = socket.socket(family_of(host), socket.SOCK_DGRAM)
+    big_rcvbuf(s)
+    s.bind((local, 0))
+    packets = []
+    reply = {}
+    done = threading.Event()
+
+    def ask():
+        reply.update(ctl_call(a.ctl, {"op": "stream", "host": local, "port": s.getsockname()[1],
+                                      "id": rid, "rate": a.rate, "duration": a.duration},
+                              timeout=a.duration + 60))
+        done.set()
+
+    spawn(ask)
+    s.settimeout(0.2)
+    deadline = None
+    while deadline is None or now() < deadline:
+        if done.is_set() and deadline is None:
+            deadline = now() + a.grace
+        try:
+            data = s.recv(2048)
+        except socket.timeout:
+            continue
+        received = time.monotonic_ns()
+        if len(data) >= TSEG.size and data[:4] == STAMPED:
+            _, r, seq, sent = TSEG.unpack_from(data)
+            if r == rid:
+                packets.append((seq, sent, received))
+    s.close()
+    out["down"] = {"sent": reply.get("sent", 0), "packets": packets}
+
+
+def cmd_stream(a):
+    out = {}
+    threads = []
+    if a.dir in ("up", "both"):
+        threads.append(spawn(stream_up, a, a.host, out))
+    if a.dir in ("down", "both"):
+        threads.append(spawn(stream_down, a, a.host, out))
+    for t in threads:
+        t.join()
+    json.dump(out, sys.stdout)
+    print()
+
+
+# ---------------------------------------------------------------- trickle
+
+def cmd_trickle(a):
+    rid = run_id()
+    res = {"sent": 0, "received": 0, "error": None, "drain_s": None}
+    s = socket.socket(family_of(a.host), socket.SOCK_STREAM)
+    s.settimeout(a.timeout)
+    try:
+        s.connect((a.host, SINK_PORT))
+        s.sendall(struct.pack("!Q", rid))
+        chunk = b"\x5a" * a.chunk
+        t0 = now()
+        n = 0
+        while not os.path.exists(a.until):
+            s.sendall(chunk)
+            res["sent"] += len(chunk)
+            n += 1
+            pace(t0, n, a.gap)
+        s.shutdown(socket.SHUT_WR)
+        t1 = now()
+        while now() - t1 < a.drain:
+            series = ctl_call(a.ctl, {"op": "sink", "id": rid})["series"]
+            res["received"] = series[-1][1] - 0 if series else 0
+            if res["received"] >= res["sent"]:
+                res["drain_s"] = round(now() - t1, 3)
+                break
+            time.sleep(0.5)
+    except OSError as e:
+        res["error"] = "%s: %s" % (type(e).__name__, e)
+    finally:
+        s.close()
+    json.dump(res, sys.stdout)
+    print()
+
+
 # ---------------------------------------------------------------- session
 
 def cmd_session(a):
@@ -570,12 +710,29 @@ def main():
     sp.add_argument("--wait", type=float, default=300)
     sp.add_argument("--timeout", type=float, default=30)
 
+    sp = sub.add_parser("stream")
+    sp.add_argument("--host", required=True)
+    sp.add_argument("--ctl", required=True)
+    sp.add_argument("--dir", choices=("up", "down", "both"), default="both")
+    sp.add_argument("--rate", type=float, default=25, help="packets per second each way")
+    sp.add_argument("--duration", type=float, required=True)
+    sp.add_argument("--grace", type=float, default=3.0)
+
+    sp = sub.add_parser("trickle")
+    sp.add_argument("--host", required=True)
+    sp.add_argument("--ctl", required=True)
+    sp.add_argument("--until", required=True, help="file whose appearance ends the sending")
+    sp.add_argument("--chunk", type=int, default=256)
+    sp.add_argument("--gap", type=float, default=0.1)
+    sp.add_argument("--drain", type=float, default=180)
+    sp.add_argument("--timeout", type=float, default=600)
+
     a = p.parse_args()
     if a.cmd == "serve":
         Server().run(a.ctl, a.sink_rcvbuf)
     else:
         {"rtt": cmd_rtt, "throughput": cmd_throughput, "loss": cmd_loss,
-         "session": cmd_session}[a.cmd](a)
+         "session": cmd_session, "stream": cmd_stream, "trickle": cmd_trickle}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""Turns the results of Benchmarks/run.sh (and the host's `linkcond-bench native`) into the
+tables of docs/performance.md and the plots beside it.
+
+usage: report.py RESULTS_DIR PLOTS_DIR   (prints Markdown on stdout)
+"""
+
+import json
+import math
+import os
+import sys
+from bisect import bisect_right
+
+Z99 = 2.576
+
+
+def load(path, default=None):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def fmt(x, digits=3):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return ("%." + str(digits) + "f") % x
+
+
+def parse_ms(text):
+    """'100ms', '1.5s', '250us', '0ms' -> milliseconds."""
+    for suffix, factor in (("us", 1e-3), ("ms", 1.0), ("s", 1000.0)):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    return float(text)
+
+
+# ------------------------------------------------------------------ latency
+
+def latency(results):
+    rows = []
+    methods = []
+    for name, label in (("latency-linkcond.json", "linkcond"), ("latency-linkcond-10k.json", "linkcond (10 000 switches)"),
+                        ("latency-tc.json", "tc script"), ("latency-tcconfig.json", "tcconfig")):
+        data = load(os.path.join(results, name))
+        if data:
+            methods.append((label, data))
+    base = dict(methods).get("linkcond")
+    out = ["| method | switches | failed | p50 ms | p90 ms | p99 ms | max ms | p50 ratio to linkcond |", "|---|---|---|---|---|---|---|---|"]
+    for label, d in methods:
+        ratio = d["p50Milliseconds"] / base["p50Milliseconds"] if base and not label.startswith("linkcond") else None
+        out.append("| %s | %d | %d | %s | %s | %s | %s | %s |" % (
+            label, d["count"], d.get("failures", 0), fmt(d["p50Milliseconds"]), fmt(d["p90Milliseconds"]), fmt(d["p99Milliseconds"]),
+            fmt(d["maxMilliseconds"]), ("%.0f×" % ratio) if ratio else "1×" if label == "linkcond" else ""))
+    return "\n".join(out), methods
+
+
+def native(results):
+    d = load(os.path.join(results, "native.json"))
+    if not d:
+        return "(no native measurement)", None
+    u, n = d["userspace"], d["netlinkChange"]
+    lines = ["| part | count | p50 ms | p99 ms |", "|---|---|---|---|",
+             "| %s | %d | %s | %s |" % (u["method"], u["count"], fmt(u["p50Milliseconds"]), fmt(u["p99Milliseconds"])),
+             "| %s | %d | %s | %s |" % (n["method"], n["count"], fmt(n["p50Milliseconds"], 4), fmt(n["p99Milliseconds"], 4)),
+             "| **estimated switch** (user space + %.1f netlink changes) | | **%s** | **%s** |" % (
+                 d["stepsPerSwitch"], fmt(d["estimatedSwitchP50Milliseconds"]), fmt(d["estimatedSwitchP99Milliseconds"]))]
+    return "\n".join(lines), d
+
+
+# ------------------------------------------------------------------ hitless
+
+def hitless(results):
+    stream = load(os.path.join(results, "hitless-stream.json"), {})
+    switches = load(os.path.join(results, "hitless-switches.json"), [])
+    profiles = load(os.path.join(results, "profiles.json"), [])
+    tcp = load(os.path.join(results, "hitless-tcp.json"), {})
+    if not stream or not switches:
+        return "(no hitless run)", {}
+    by_name = {p["name"]: p for p in profiles}
+    # The switch log names profiles by file stem.
+    by_name.update({os.path.basename(p["file"])[: -len(".yaml")]: p for p in profiles if p.get("file", "").endswith(".yaml")})
+
+    def conditions(name, direction):
+        if name == "off" or name not in by_name:
+            return 0.0, 0.0
+        side = by_name[name]["uplink" if direction == "up" else "downlink"]
+        # netem's jitter spreads delays both ways around the configured delay.
+        lowest = max(0.0, parse_ms(side["delay"]) - parse_ms(side.get("jitter") or "0ms"))
+        return lowest, float(side["loss"].rstrip("%")) / 100.0
+
+    starts = [s["startNanoseconds"] for s in switches]
+    rows = ["| direction | packets sent | in a switch | unshaped (below the lower bound) | lost | loss the profiles explain (99% bound) | lost beyond |",
+            "|---|---|---|---|---|---|---|"]
+    summary = {}
+    for direction in ("up", "down"):
+        data = stream.get(direction)
+        if not data:
+            continue
+        received = {seq: (sent, got) for seq, sent, got in data["packets"]}
+        # The sender's own timestamps of lost packets are unknown; place them by sequence at the
+        # stream's rate between received neighbours.
+        times = sorted((seq, sent) for seq, (sent, _) in received.items())
+        unshaped = 0
+        in_switch = 0
+        expected = variance = 0.0
+        lost = 0
+        first_switch = switches[0]["startNanoseconds"]
+        t_of = {}
+        for i in range(len(times) - 1):
+            (s0, t0), (s1, t1) = times[i], times[i + 1]
+            for s in range(s0, s1):
+                t_of[s] = t0 + (t1 - t0) * (s - s0) // (s1 - s0)
+        if times:
+            t_of[times[-1][0]] = times[-1][1]
+        for seq in range(data["sent"]):
+            t = t_of.get(seq)
+            if t is None or t < first_switch:
+                continue
+            i = bisect_right(starts, t) - 1
+            current = switches[i]
+            previous = switches[i - 1]["profile"] if i > 0 else "off"
+            during = t < current["endNanoseconds"]
+            names = [previous, current["profile"]] if during else [current["profile"]]
+            in_switch += during
+            bounds = [conditions(n, direction) for n in names]
+            bound_delay = min(b[0] for b in bounds)
+            p = max(b[1] for b in bounds)
+            if seq in received:
+                sent, got = received[seq]
+                if (got - sent) / 1e6 < bound_delay - 0.5:
+                    unshaped += 1
+            else:
+                lost += 1
+            expected += p
+            variance += p * (1 - p)
+        upper = expected + Z99 * math.sqrt(variance)
+        beyond = max(0, math.ceil(lost - upper))
+        rows.append("| %s | %d | %d | **%d** | %d | %.0f (%.0f) | **%d** |" % (
+            direction, data["sent"], in_switch, unshaped, lost, expected, upper, beyond))
+        summary[direction] = {"sent": data["sent"], "unshaped": unshaped, "lost": lost, "expected": expected, "upper": upper, "beyond": beyond}
+    tcp_line = "TCP transfer across all %d switches: sent %s bytes, received %s, %s." % (
+        len(switches), tcp.get("sent"), tcp.get("received"),
+        "connection intact" if not tcp.get("error") and tcp.get("received") == tcp.get("sent") else "BROKEN: %s" % tcp.get("error"))
+    summary["tcp"] = tcp
+    return "\n".join(rows) + "\n\n" + tcp_line, summary
+
+
+# ------------------------------------------------------------------ fidelity
+
+def binomial_interval(n, p):
+    mean = n * p
+    sd = math.sqrt(n * p * (1 - p))
+    return max(0.0, mean - Z99 * sd), min(float(n), mean + Z99 * sd)
+
+
+def judge(row):
+    c, m = row["configured"], row["measured"]
+    if m is None:
+        return "no result", False
+    if row["kind"] == "bandwidth":
+        if row["profile"] == "unshaped":
+            return "ceiling", True
+        err = (m - c) / c
+        return "%+.1f%%" % (100 * err), abs(err) <= 0.05
+    if row["kind"] in ("delay", "dns"):
+        tol = 1.0 + 0.02 * c
+        return "%+.2f ms (±%.2f)" % (m - c, tol), abs(m - c) <= tol
+    if row["kind"] == "loss":
+        n = row.get("count", 2000)
+        lo, hi = binomial_interval(n, c / 100.0)
+        lost = round(m / 100.0 * n)
+        return "%d of %d lost, 99%% interval [%.0f, %.0f]" % (lost, n, lo, hi), lo <= lost <= hi
+    return "", True
+
+
+def fidelity(results):
+    rows = []
+    try:
+        with open(os.path.join(results, "fidelity.jsonl")) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    except OSError:
+        pass
+    tables = {}
+    for row in rows:
+        verdict, ok = judge(row)
+        row["verdict"], row["ok"] = verdict, ok
+        section = "profiles" if not row["profile"].startswith("grid") and row["profile"] != "unshaped" else row["kind"]
+        tables.setdefault(section, []).append(row)
+    out = []
+    units = {"bandwidth": lambda v: "%s kbit/s" % fmt(v / 1e3, 1) if v is not None else "–"}
+    for section in ("bandwidth", "delay", "loss", "profiles"):
+        if section not in tables:
+            continue
+        out.append("\n#### %s\n" % section.capitalize())
+        out.append("| profile | kind | direction | family | configured | measured | error | within target |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        for r in tables[section]:
+            show = units.get(r["kind"], lambda v: ("%s %s" % (fmt(v, 2), r["unit"])) if v is not None else "–")
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                r["profile"], r["kind"], r["direction"], r["family"], show(r["configured"]) if r["profile"] != "unshaped" else "unshaped",
+                show(r["measured"]), r["verdict"], "yes" if r["ok"] else "**no**"))
+    passed = sum(r["ok"] for r in rows)
+    return "\n".join(out), rows, passed
+
+
+# ------------------------------------------------------------------ plots
+
+def plots(rows, methods, plots_dir):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    os.makedirs(plots_dir, exist_ok=True)
+    made = []
+
+    def grid(kind, scale):
+        pts = [r for r in rows if r["kind"] == kind and r["profile"].startswith("grid") and r["measured"] is not None]
+        if not pts:
+            return
+        fig, ax = plt.subplots(figsize=(6.4, 4.8))
+        for (direction, family), marker in ((("up", "ipv4"), "o"), (("down", "ipv4"), "s"), (("up", "ipv6"), "^"), (("down", "ipv6"), "v"),
+                                            (("up+down", "ipv4"), "o"), (("up+down", "ipv6"), "^")):
+            sel = [r for r in pts if r["direction"] == direction and r["family"] == family]
+            if kind == "delay":
+                sel = [dict(r, direction=("up" if "up-delay" in r["profile"] else "down")) for r in sel]
+            if sel:
+                ax.plot([r["configured"] * scale for r in sel], [r["measured"] * scale for r in sel], marker,
+                        label="%s %s" % (direction, family), alpha=0.75)
+        lo = min(r["configured"] * scale for r in pts)
+        hi = max(r["configured"] * scale for r in pts)
+        ax.plot([lo, hi], [lo, hi], "k--", linewidth=0.8, label="promised")
+        return fig, ax
+
+    for kind, scale, unit, log in (("bandwidth", 1e-6, "Mbit/s", True), ("delay", 1.0, "ms (extra round trip)", True), ("loss", 1.0, "%", False)):
+        made_plot = grid(kind, scale)
+        if not made_plot:
+            continue
+        fig, ax = made_plot
+        if log:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+        ax.set_xlabel("configured " + unit)
+        ax.set_ylabel("measured " + unit)
+        ax.set_title("linkcond %s: configured vs measured (real packets, netem)" % kind)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        path = os.path.join(plots_dir, "fidelity-%s.png" % kind)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        made.append(path)
+
+    if methods:
+        fig, ax = plt.subplots(figsize=(6.4, 4.8))
+        for label, d in methods:
+            xs = sorted(d["samplesMilliseconds"])
+            ys = [(i + 1) / len(xs) for i in range(len(xs))]
+            ax.plot(xs, ys, label="%s (p50 %s ms)" % (label, fmt(d["p50Milliseconds"], 2)))
+        ax.set_xscale("log")
+        ax.set_xlabel("switch latency, ms (request to reply, kernel state applied)")
+        ax.set_ylabel("fraction of switches")
+        ax.set_title("Switching profiles: linkcond vs a tc script vs tcconfig")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        path = os.path.join(plots_dir, "switch-latency.png")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        made.append(path)
+    return made
+
+
+def main():
+    results, plots_dir = sys.argv[1], sys.argv[2]
+    machine = load(os.path.join(results, "machine.json"), {})
+    footprint = load(os.path.join(results, "footprint.json"), {})
+    lat_table, methods = latency(results)
+    native_table, _ = native(results)
+    hit_table, _ = hitless(results)
+    fid_tables, rows, passed = fidelity(results)
+    made = plots(rows, methods, plots_dir)
+
+    print("### Machine\n")
+    print("```\n%s\n```\n" % json.dumps(machine, indent=2))
+    print("### Switch latency (in the VM)\n")
+    print(lat_table + "\n")
+    print("### Switch latency on this machine's own kernel (estimate from measured parts)\n")
+    print(native_table + "\n")
+    print("### Hitless switching\n")
+    print(hit_table + "\n")
+    print("### Footprint\n")
+    if footprint:
+        ticks = footprint["clock_ticks_per_second"]
+        print("| measure | value |\n|---|---|")
+        print("| start to socket ready (5 starts) | %s ms |" % ", ".join(fmt(x, 0) for x in footprint["startup_ms"]))
+        print("| RSS after start | %.1f MB |" % (footprint["rss_start_kib"] / 1024))
+        if "rss_start_anon_kib" in footprint:
+            print("| of which private (anonymous) / file-backed (shared libraries, binary) | %.1f MB / %.1f MB |" % (
+                footprint["rss_start_anon_kib"] / 1024, footprint["rss_start_file_kib"] / 1024))
+        print("| RSS after 10 000 switches | %.1f MB |" % (footprint["rss_after_10000_switches_kib"] / 1024))
+        if "rss_after_10000_switches_anon_kib" in footprint:
+            print("| of which private (anonymous) | %.1f MB |" % (footprint["rss_after_10000_switches_anon_kib"] / 1024))
+        print("| threads | %d |" % footprint["threads"])
+        print("| idle 60 s, no lease: context switches (all threads) | %d |" % footprint["idle_context_switches"])
+        print("| idle 60 s, no lease: CPU time | %.2f s |" % (footprint["idle_cpu_ticks"] / ticks))
+        print()
+    print("### Fidelity (%d of %d measurements within target)\n" % (passed, len(rows)))
+    print(fid_tables + "\n")
+    for path in made:
+        print("![%s](%s)" % (os.path.basename(path), os.path.relpath(path, "docs")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# linkcond benchmarks, inside the test VM as root (scripts/bench starts it): switch latency next
+# to a tc script and tcconfig, hitless switching, fidelity of every value, and the daemon's
+# footprint. Results go to $LC_BENCH_OUT as JSON; Benchmarks/report.py turns them into tables
+# and plots.
+set -euo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/../Tests/Kernel/lib.sh"
+BIN=${LINKCOND_BIN:-$REPO/.build/release}
+OUT=${LC_BENCH_OUT:?set LC_BENCH_OUT to a directory the host can read}
+TCSET_DIR=${LC_TCCONFIG_BIN:-}
+SWITCHES=${LC_BENCH_SWITCHES:-500}
+[[ $EUID == 0 ]] || { echo "bench: needs root (inside the VM)" >&2; exit 2; }
+[[ -x $BIN/linkcondd && -x $BIN/linkcond-bench ]] || { echo "bench: no release build in $BIN" >&2; exit 2; }
+
+mkdir -p "$OUT"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+: >"$RESULTS"
+FIDELITY="$OUT/fidelity.jsonl"
+: >"$FIDELITY"
+BENCH="$BIN/linkcond-bench"
+cleanup() {
+    set +e
+    daemon_stop TERM
+    server_stop
+    srv pkill iperf3
+    topo_down
+}
+trap cleanup EXIT
+
+# --------------------------------------------------------------- setting up
+log "setup"
+modprobe -a sch_netem sch_htb sch_ingress ifb cls_u32 act_mirred veth
+topo_up
+server_start
+srv iperf3 -s -D --logfile "$WORK/iperf3.log"
+PROFILES="$WORK/profiles"
+mkdir -p "$PROFILES"
+cp "$REPO"/profiles/*.yaml "$PROFILES/"
+SHIPPED=()
+for file in "$REPO"/profiles/*.yaml; do SHIPPED+=("$(basename "$file" .yaml)"); done
+
+# Grid profiles: one value at a time, each direction alone where the direction matters.
+BANDWIDTHS=(32kbit 128kbit 512kbit 2Mbit 10Mbit 50Mbit 100Mbit 250Mbit 500Mbit)
+DELAYS=(1ms 5ms 20ms 50ms 100ms 250ms 500ms 1000ms)
+LOSSES=(0% 1% 5% 10% 25% 50% 75% 90% 100%)
+for b in "${BANDWIDTHS[@]}"; do
+    printf 'name: grid bw %s\ndownlink: { bandwidth: %s }\nuplink: { bandwidth: %s }\n' "$b" "$b" "$b" >"$PROFILES/grid-bw-$b.yaml"
+done
+for d in "${DELAYS[@]}"; do
+    printf 'name: grid up delay %s\nuplink: { delay: %s }\n' "$d" "$d" >"$PROFILES/grid-up-delay-$d.yaml"
+    printf 'name: grid down delay %s\ndownlink: { delay: %s }\n' "$d" "$d" >"$PROFILES/grid-down-delay-$d.yaml"
+done
+for l in "${LOSSES[@]}"; do
+    printf 'name: grid loss %s\ndownlink: { loss: %s }\nuplink: { loss: %s }\n' "${l%\%}" "$l" "$l" >"$PROFILES/grid-loss-${l%\%}.yaml"
+done
+
+{
+    echo "{"
+    echo "  \"guest_kernel\": \"$(uname -r)\","
+    echo "  \"guest_cpus\": $(nproc),"
+    echo "  \"cpu_model\": \"$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)\","
+    echo "  \"date\": \"$(date -u +%FT%TZ)\""
+    echo "}"
+} >"$OUT/machine.json"
+
+start_daemon() {
+    ip netns exec "$NS_C" "$BENCH" startup --socket "$SOCK" --out "$WORK/startup.json" -- \
+        "$BIN/linkcondd" --interface "$IF_C" --socket "$SOCK" --profiles "$PROFILES" \
+        --state-dir "$WORK/state" --history-file "$WORK/history.jsonl" --log-level warning "$@" >/dev/null
+    DAEMON_PID=$(jq -r .pid "$WORK/startup.json")
+}
+rss_kib() { awk -v f="${1:-VmRSS}" '$1 == f ":" { print $2 }' "/proc/$DAEMON_PID/status"; }
+
+# LC_BENCH_PARTS picks parts (default all): switching (footprint, latency, tc, tcconfig), hitless, fidelity.
+PARTS=" ${LC_BENCH_PARTS:-switching hitless fidelity} "
+part() { [[ $PARTS == *" $1 "* ]]; }
+
+if part switching; then
+# --------------------------------------------------------------- footprint: start-up
+log "footprint: start-up time and memory"
+startups=()
+for i in 1 2 3 4 5; do
+    start_daemon
+    startups+=("$(jq .milliseconds "$WORK/startup.json")")
+    [[ $i == 5 ]] || daemon_stop TERM
+done
+rss_start=$(rss_kib)
+rss_start_anon=$(rss_kib RssAnon)
+rss_start_file=$(rss_kib RssFile)
+note "start-up: ${startups[*]} ms; RSS after start ${rss_start} KiB"
+
+# --------------------------------------------------------------- switch latency
+log "switch latency: linkcond, $SWITCHES switches through the shipped profiles"
+cycle=()
+for stem in "${SHIPPED[@]}"; do cycle+=(--profile "$stem"); done
+ip netns exec "$NS_C" "$BENCH" switch-latency --socket "$SOCK" "${cycle[@]}" --count "$SWITCHES" --out "$OUT/latency-linkcond.json"
+
+log "footprint: memory after 10000 switches, then idle"
+ip netns exec "$NS_C" "$BENCH" switch-latency --socket "$SOCK" "${cycle[@]}" --count 10000 --out "$OUT/latency-linkcond-10k.json"
+rss_10k=$(rss_kib)
+rss_10k_anon=$(rss_kib RssAnon)
+lc off >/dev/null
+threads_switches() { cat /proc/"$DAEMON_PID"/task/*/status | awk '/ctxt_switches/ { s += $2 } END { print s }'; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$DAEMON_PID/stat"; }
+sleep 2
+s0=$(threads_switches); c0=$(cpu_ticks)
+sleep 60
+s1=$(threads_switches); c1=$(cpu_ticks)
+threads=$(ls "/proc/$DAEMON_PID/task" | wc -l)
+{
+    echo "{"
+    echo "  \"startup_ms\": [$(IFS=,; echo "${startups[*]}")],"
+    echo "  \"rss_start_kib\": $rss_start,"
+    echo "  \"rss_start_anon_kib\": $rss_start_anon,"
+    echo "  \"rss_start_file_kib\": $rss_start_file,"
+    echo "  \"rss_after_10000_switches_kib\": $rss_10k,"
+    echo "  \"rss_after_10000_switches_anon_kib\": $rss_10k_anon,"
+    echo "  \"idle_seconds\": 60,"
+    echo "  \"idle_context_switches\": $((s1 - s0)),"
+    echo "  \"idle_cpu_ticks\": $((c1 - c0)),"
+    echo "  \"clock_ticks_per_second\": $(getconf CLK_TCK),"
+    echo "  \"threads\": $threads"
+    echo "}"
+} >"$OUT/footprint.json"
+cat "$OUT/footprint.json"
+
+# --------------------------------------------------------------- tc script and tcconfig
+daemon_stop TERM
+log "switch latency: the same steps as a tc script"
+"$BENCH" tc-scripts --interface "$IF_C" --profiles "$PROFILES" "${cycle[@]/--profile/--cycle}" --out "$WORK/scripts"
+cli sh "$WORK/scripts/tc-build.sh"
+ip netns exec "$NS_C" "$BENCH" switch-command --method "tc script" "${cycle[@]}" --count "${LC_BENCH_TC_SWITCHES:-100}" \
+    --out "$OUT/latency-tc.json" "sh $WORK/scripts/tc-switch-{}.sh"
+cli sh "$WORK/scripts/tc-teardown.sh"
+
+if [[ -n $TCSET_DIR && -x $TCSET_DIR/tcset ]]; then
+    log "switch latency: tcconfig (tcset --change per direction)"
+    ip netns exec "$NS_C" env PATH="$TCSET_DIR:$PATH" "$BENCH" switch-command --method tcconfig "${cycle[@]}" \
+        --count "${LC_BENCH_TCCONFIG_SWITCHES:-10}" --out "$OUT/latency-tcconfig.json" "sh $WORK/scripts/tcconfig-{}.sh"
+    cli "$TCSET_DIR/tcdel" "$IF_C" --all >/dev/null 2>&1 || true
+else
+    note "tcconfig not installed (LC_TCCONFIG_BIN); skipping it"
+fi
+cli tc qdisc del dev "$IF_C" root 2>/dev/null || true
+cli tc qdisc del dev "$IF_C" ingress 2>/dev/null || true
+fi
+
+# --------------------------------------------------------------- hitless switching
+start_daemon
+for stem in "${SHIPPED[@]}"; do "$BIN/linkcond" --socket "$SOCK" show "$stem" --json; done | jq -s . >"$OUT/profiles.json"
+if part hitless; then
+log "hitless: 200 switches under a steady UDP stream each way and a TCP transfer"
+hitless_profiles=()
+for stem in "${SHIPPED[@]}"; do hitless_profiles+=(--profile "$stem"); done
+rm -f "$WORK/trickle.stop"
+probe_cli 900 trickle --host "$S4" --ctl "$CTL" --chunk 64 --gap 0.2 --until "$WORK/trickle.stop" >"$OUT/hitless-tcp.json" &
+trickle_pid=$!
+probe_cli 900 stream --host "$S4" --ctl "$CTL" --dir both --rate 25 --duration "${LC_BENCH_STREAM_SECONDS:-130}" >"$OUT/hitless-stream.json" &
+stream_pid=$!
+sleep 3
+ip netns exec "$NS_C" "$BENCH" hitless --socket "$SOCK" "${hitless_profiles[@]}" --switches "${LC_BENCH_HITLESS_SWITCHES:-200}" \
+    --out "$OUT/hitless-switches.json"
+wait "$stream_pid" || true
+lc off >/dev/null
+touch "$WORK/trickle.stop"
+wait "$trickle_pid" || true
+cat "$OUT/hitless-tcp.json"
+fi
+part fidelity || { daemon_stop TERM; log "done: results in $OUT"; exit 0; }
+
+# --------------------------------------------------------------- fidelity
+# fidelity KIND NAME DIRECTION FAMILY CONFIGURED MEASURED UNIT TOOL [EXTRA JSON FIELDS]
+fidelity() {
+    printf '{"kind":"%s","profile":"%s","direction":"%s","family":"%s","configured":%s,"measured":%s,"unit":"%s","tool":"%s"%s}\n' \
+        "$1" "$2" "$3" "$4" "$5" "${6:-null}" "$7" "$8" "${9:-}" >>"$FIDELITY"
+}
+host_of() { [[ $1 == ipv4 ]] && echo "$S4" || echo "$S6"; }
+
+# measure_rate NAME DIRECTION FAMILY CONFIGURED_BPS
+measure_rate() {
+    local name=$1 dir=$2 family=$3 configured=$4 host rate
+    host=$(host_of "$family")
+    wait_drained 60 || true
+    if ((configured <= 1000000)); then
+        local seconds=$((configured < 100000 ? 20 : 10))
+        local payload=$([[ $family == ipv4 ]] && echo 1448 || echo 1428)
+        probe_cli 120 throughput --dir "$dir" --host "$host" --ctl "$CTL" --duration "$seconds" --skip 3 --payload "$payload" >"$WORK/tput.json" || true
+        rate=$(jq '.link_bps // null' "$WORK/tput.json")
+        fidelity bandwidth "$name" "$dir" "$family" "$configured" "$rate" bit/s probe
+    else
+        local reverse=""
+        [[ $dir == down ]] && reverse=-R
+        cli timeout 60 iperf3 -c "$host" -t 8 -O 2 $reverse -J >"$WORK/iperf.json" 2>/dev/null || true
+        # Receiver goodput of full-size segments, scaled to the link: 1514 bytes on the wire per
+        # 1448 bytes of payload over IPv4, 1428 over IPv6 (its header is 20 bytes longer).
+        local payload=$([[ $family == ipv4 ]] && echo 1448 || echo 1428)
+        rate=$(jq --argjson p "$payload" '(.end.sum_received.bits_per_second // null) | if . == null then null else . * 1514 / $p end' "$WORK/iperf.json")
+        fidelity bandwidth "$name" "$dir" "$family" "$configured" "$rate" bit/s iperf3
+    fi
+}
+
+# measure_rtt NAME CONFIGURED_UP_MS CONFIGURED_DOWN_MS: extra UDP round trip, IPv4 and IPv6.
+measure_rtt() {
+    local name=$1 up=$2 down=$3 rounds=${4:-15} family
+    probe_cli 120 rtt --target "udp:$S4:7" --target "udp:[$S6]:7" --rounds "$rounds" --interval 0.05 --timeout 5 >"$WORK/rtt.json" || true
+    for family in ipv4 ipv6; do
+        local target base m
+        target=$([[ $family == ipv4 ]] && echo "udp:$S4:7" || echo "udp:[$S6]:7")
+        base=${BASE_RTT[$family]}
+        m=$(jq --arg t "$target" --argjson b "$base" '.[] | select(.target == $t) | if .median_ms == null then null else .median_ms - $b end' "$WORK/rtt.json")
+        fidelity delay "$name" "up+down" "$family" "$(awk -v a="$up" -v b="$down" 'BEGIN { print a + b }')" "$m" ms probe
+    done
+}
+
+# measure_loss NAME CONFIGURED_PERCENT [COUNT]
+measure_loss() {
+    local name=$1 configured=$2 count=${3:-2000} task
+    probe_cli 300 loss --ctl "$CTL" --count "$count" --gap 0.001 \
+        --task "up:$S4" --task "down:$S4" --task "up:$S6" --task "down:$S6" >"$WORK/loss.json" || true
+    for task in "up:$S4" "down:$S4" "up:$S6" "down:$S6"; do
+        local dir=${task%%:*} family received
+        family=$([[ ${task#*:} == "$S4" ]] && echo ipv4 || echo ipv6)
+        received=$(jq --arg t "$task" '.[] | select(.task == $t) | .received' "$WORK/loss.json")
+        fidelity loss "$name" "$dir" "$family" "$configured" \
+            "$(awk -v r="${received:-0}" -v n="$count" 'BEGIN { printf "%.3f", 100 * (1 - r / n) }')" % probe ",\"count\":$count"
+    done
+}
+
+log "fidelity: baseline"
+lc off >/dev/null
+declare -A BASE_RTT
+probe_cli 120 rtt --target "udp:$S4:7" --target "udp:[$S6]:7" --rounds 20 --interval 0.05 >"$WORK/rtt.json"
+BASE_RTT[ipv4]=$(jq --arg t "udp:$S4:7" '.[] | select(.target == $t) | .median_ms' "$WORK/rtt.json")
+BASE_RTT[ipv6]=$(jq --arg t "udp:[$S6]:7" '.[] | select(.target == $t) | .median_ms' "$WORK/rtt.json")
+for family in ipv4 ipv6; do
+    for dir in up down; do
+        measure_rate unshaped "$dir" "$family" 100000000000
+    done
+done
+
+log "fidelity: bandwidth"
+for b in "${BANDWIDTHS[@]}"; do
+    lc activate "grid-bw-$b" >/dev/null
+    bps=$(jq -rn --arg b "$b" '$b | capture("(?<n>[0-9.]+)(?<u>[kMG]?)bit") | (.n | tonumber) * ({"": 1, "k": 1e3, "M": 1e6, "G": 1e9}[.u]) | floor')
+    for family in ipv4 ipv6; do
+        for dir in up down; do
+            measure_rate "grid-bw-$b" "$dir" "$family" "$bps"
+        done
+    done
+done
+
+log "fidelity: delay"
+for d in "${DELAYS[@]}"; do
+    ms=${d%ms}
+    lc activate "grid-up-delay-$d" >/dev/null
+    measure_rtt "grid-up-delay-$d" "$ms" 0
+    lc activate "grid-down-delay-$d" >/dev/null
+    measure_rtt "grid-down-delay-$d" 0 "$ms"
+done
+
+log "fidelity: loss"
+for l in "${LOSSES[@]}"; do
+    lc activate "grid-loss-${l%\%}" >/dev/null
+    measure_loss "grid-loss-${l%\%}" "${l%\%}"
+done
+
+log "fidelity: every shipped profile"
+for stem in "${SHIPPED[@]}"; do
+    lc activate "$stem" >/dev/null
+    doc=$(jq --arg s "$stem" '.[] | select(.file | endswith("/" + $s + ".yaml"))' "$OUT/profiles.json")
+    ms() { jq -r "$1" <<<"$doc" | sed 's/ms$//; s/^0$/0/'; }
+    up_delay=$(jq -r '.uplink.delay' <<<"$doc" | sed 's/ms$//')
+    down_delay=$(jq -r '.downlink.delay' <<<"$doc" | sed 's/ms$//')
+    dns_delay=$(jq -r '.dnsDelay' <<<"$doc" | sed 's/ms$//; s/^\([0-9.]*\)s$/\1000/')
+    up_loss=$(jq -r '.uplink.loss' <<<"$doc" | tr -d '%')
+    down_loss=$(jq -r '.downlink.loss' <<<"$doc" | tr -d '%')
+    if [[ $up_loss != 100 && $down_loss != 100 ]]; then
+        measure_rtt "$stem" "$up_delay" "$down_delay" 10
+        probe_cli 120 rtt --target "udp:$S4:53" --rounds 6 --interval 0.05 --timeout 8 >"$WORK/dns.json" || true
+        m=$(jq --argjson b "${BASE_RTT[ipv4]}" '.[0] | if .median_ms == null then null else .median_ms - $b end' "$WORK/dns.json")
+        fidelity dns "$stem" "up+down" ipv4 "$(awk -v a="$up_delay" -v b="$down_delay" -v c="$dns_delay" 'BEGIN { print a + b + c }')" "$m" ms probe
+    fi
+    for dir in up down; do
+        side=$([[ $dir == up ]] && echo uplink || echo downlink)
+        bw=$(jq -r ".$side.bandwidth // empty" <<<"$doc")
+        [[ -z $bw ]] && continue
+        bps=$(jq -rn --arg b "$bw" '$b | capture("(?<n>[0-9.]+)(?<u>[kMG]?)bit") | (.n | tonumber) * ({"": 1, "k": 1e3, "M": 1e6, "G": 1e9}[.u]) | floor')
+        loss=$([[ $dir == up ]] && echo "$up_loss" || echo "$down_loss")
+        [[ $loss == 0 ]] && measure_rate "$stem" "$dir" ipv4 "$bps"
+    done
+    if [[ $up_loss != 0 || $down_loss != 0 ]]; then
+        probe_cli 300 loss --ctl "$CTL" --count 1000 --gap 0.002 --task "up:$S4" --task "down:$S4" >"$WORK/loss.json" || true
+        for dir in up down; do
+            received=$(jq --arg t "$dir:$S4" '.[] | select(.task == $t) | .received' "$WORK/loss.json")
+            configured=$([[ $dir == up ]] && echo "$up_loss" || echo "$down_loss")
+            fidelity loss "$stem" "$dir" ipv4 "$configured" "$(awk -v r="${received:-0}" 'BEGIN { printf "%.3f", 100 * (1 - r / 1000) }')" % probe ',"count":1000'
+        done
+    fi
+done
+lc off >/dev/null
+daemon_stop TERM
+log "done: results in $OUT"
