@@ -350,14 +350,8 @@ public actor Conditioner {
         let oldBaseline = baseline
         let oldLease = lease
         let wanted = newLease?.entry ?? newBaseline
-        if oldLease?.id != newLease?.id {
-            oldLease?.timer?.cancel()
-        }
         baseline = newBaseline
         lease = newLease
-        if newLease != nil, oldLease?.id == newLease?.id {
-            lease?.timer = oldLease?.timer
-        }
         persist()
         do {
             try transition(to: wanted, replacingForeign: replacingForeign)
@@ -366,6 +360,10 @@ public actor Conditioner {
             lease = oldLease
             persist()
             throw error
+        }
+        // Only now is the old lease really gone; after a failure it stays, timer and all.
+        if oldLease?.id != newLease?.id {
+            oldLease?.timer?.cancel()
         }
         if oldBaseline?.profile != newBaseline?.profile {
             baselineSince = Date()

@@ -39,6 +39,26 @@ struct ConditionerTests {
         #expect(kernel.fullState == before)
     }
 
+    @Test("A forced take-over that the kernel refuses leaves the old lease and its expiry in force")
+    func failedTakeOverKeepsExpiry() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel)
+        _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
+        _ = try await conditioner.activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 500))
+        kernel.refusal = { step, _ in
+            if case .changeQdisc = step { return FakeKernel.error(EINVAL, step) }
+            return nil
+        }
+        await #expect(throws: ShapingError.self) {
+            try await conditioner.activate("Slow Net", by: TestDaemon.root, for: LeaseDuration(milliseconds: 60_000), force: true)
+        }
+        #expect(await conditioner.status().lease?.holder.uid == 1000)
+        kernel.refusal = nil
+        try await Task.sleep(for: .milliseconds(1200))
+        #expect(await conditioner.status().lease == nil)
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
+    }
+
     @Test("A tree deleted behind the daemon's back is rebuilt on the next switch")
     func selfHealing() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
