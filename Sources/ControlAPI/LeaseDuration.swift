@@ -34,6 +34,12 @@ public struct LeaseDuration: Hashable, Sendable, CustomStringConvertible {
         self.milliseconds = Int64(milliseconds)
     }
 
+    /// An optional `for` field of a request: absent means no time limit.
+    public static func parse(_ text: String?) throws(LeaseDurationError) -> LeaseDuration? {
+        guard let text else { return nil }
+        return try LeaseDuration(parsing: text)
+    }
+
     /// `30s`, `5m`, `1h30m`, `500ms`.
     public var description: String {
         if milliseconds % 1000 != 0 { return "\(milliseconds)ms" }

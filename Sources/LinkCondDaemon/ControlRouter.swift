@@ -88,7 +88,7 @@ struct ControlRouter: Sendable {
                 return .reply(.json(try await conditioner.deactivate(by: request.requester, force: request.flag("force"))))
             }
             let activation = try decode(ActivateRequest.self, from: request.body)
-            let duration = try activation.for.map { text throws(LeaseDurationError) in try LeaseDuration(parsing: text) }
+            let duration = try LeaseDuration.parse(activation.for)
             return .reply(.json(try await conditioner.activate(
                 activation.profile, by: request.requester, for: duration,
                 force: activation.force ?? false, replacingForeign: activation.replaceForeign ?? false
@@ -97,7 +97,7 @@ struct ControlRouter: Sendable {
             try require(request, .POST)
             try authorize(request)
             let lease = try decode(LeaseRequest.self, from: request.body)
-            let maximum = try lease.for.map { text throws(LeaseDurationError) in try LeaseDuration(parsing: text) }
+            let maximum = try LeaseDuration.parse(lease.for)
             return .hold(lease, maximum: maximum)
         case APIPath.reload:
             try require(request, .POST)

@@ -138,9 +138,8 @@ struct History: AsyncParsableCommand {
 
 /// Checks a `--for` value before anything is sent.
 func validateDuration(_ text: String?) throws {
-    guard let text else { return }
     do {
-        _ = try LeaseDuration(parsing: text)
+        _ = try LeaseDuration.parse(text)
     } catch {
         throw ValidationError("--for \(error)")
     }
