@@ -10,6 +10,8 @@ struct ConditionHistory {
 
     private(set) var entries: [HistoryEntryDocument] = []
     let file: URL?
+    /// Lines in the file, so that a daemon that runs for months keeps it bounded too.
+    private var linesInFile = 0
 
     init(file: URL?) {
         self.file = file
@@ -17,9 +19,8 @@ struct ConditionHistory {
         let lines = text.split(separator: "\n")
         let decoder = JSONDecoder()
         entries = lines.suffix(Self.kept).compactMap { try? decoder.decode(HistoryEntryDocument.self, from: Data($0.utf8)) }
-        if lines.count > Self.fileLimit {
-            rewriteFile()
-        }
+        linesInFile = lines.count
+        trimFileIfLong()
     }
 
     mutating func record(_ entry: HistoryEntryDocument) {
@@ -28,6 +29,8 @@ struct ConditionHistory {
             entries.removeFirst(entries.count - Self.kept)
         }
         append(entry)
+        linesInFile += 1
+        trimFileIfLong()
     }
 
     func recent(_ limit: Int) -> [HistoryEntryDocument] {
@@ -47,10 +50,11 @@ struct ConditionHistory {
         }
     }
 
-    private func rewriteFile() {
-        guard let file else { return }
+    private mutating func trimFileIfLong() {
+        guard let file, linesInFile > Self.fileLimit else { return }
         let encoder = JSONEncoder()
         let text = entries.compactMap { try? encoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) + "\n" }.joined()
         try? Data(text.utf8).write(to: file, options: .atomic)
+        linesInFile = entries.count
     }
 }

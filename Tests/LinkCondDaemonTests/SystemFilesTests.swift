@@ -1,3 +1,5 @@
+import ControlAPI
+import Foundation
 @testable import LinkCondDaemon
 import Testing
 
@@ -31,5 +33,24 @@ struct SystemFilesTests {
         #expect(Capabilities.hasNetAdmin(inProcessStatus: "CapEff:\t0000000000000000\n") == false)
         #expect(Capabilities.hasNetAdmin(inProcessStatus: "CapEff:\t0000000000001000\n") == true)
         #expect(Capabilities.hasNetAdmin(inProcessStatus: "Name:\tx\n") == nil)
+    }
+}
+
+@Suite("The history file")
+struct HistoryFileTests {
+    @Test("A long-running daemon keeps the history file bounded, and a restart reads it back")
+    func boundedWhileRunning() throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("history.jsonl")
+        var history = ConditionHistory(file: file)
+        for index in 0...ConditionHistory.fileLimit {
+            history.record(HistoryEntryDocument(time: "t\(index)", from: "off", to: "Slow Net", reason: "activate", requester: nil, detail: nil))
+        }
+        let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count <= ConditionHistory.fileLimit)
+        #expect(history.recent(1).first?.time == "t\(ConditionHistory.fileLimit)")
+        let reopened = ConditionHistory(file: file)
+        #expect(reopened.recent(ConditionHistory.kept).map(\.time) == history.recent(ConditionHistory.kept).map(\.time))
     }
 }
