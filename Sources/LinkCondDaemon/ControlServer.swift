@@ -54,7 +54,7 @@ struct ControlServer: Sendable {
         }
     }
 
-    /// Serves until cancelled, then closes every connection.
+    /// Serves until the listening socket closes, then ends every connection still open.
     func serve(_ server: NIOAsyncChannel<Accepted, Never>) async throws {
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { connections in
@@ -62,6 +62,9 @@ struct ControlServer: Sendable {
                     group.addTask { await handle(accepted) }
                 }
             }
+            // The listening socket is closed: end the connections still open (idle keep-alive
+            // clients, leases), each through its own executeThenClose.
+            group.cancelAll()
         }
     }
 

@@ -85,12 +85,13 @@ public struct LinkCondDaemon: Service {
         notifier.ready(status: "shaping \(configuration.interface)")
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { await reloadOnHangup() }
-            do {
-                try await cancelWhenGracefulShutdown {
-                    try await server.serve(channel)
-                }
-            } catch is CancellationError {
-                // The graceful shutdown itself.
+            // Stopping closes the listening socket instead of cancelling the accept loop: the
+            // loop then still takes every connection already accepted, which NIO requires to
+            // be closed through executeThenClose (a dropped one traps).
+            try await withGracefulShutdownHandler {
+                try await server.serve(channel)
+            } onGracefulShutdown: {
+                channel.channel.close(promise: nil)
             }
             tasks.cancelAll()
         }
