@@ -18,31 +18,13 @@ extension ControlClient {
     ) async throws -> (Result, LeaseEvent?) {
         let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
         do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelOption(.allowRemoteHalfClosure, value: true)
-                .connect(unixDomainSocketPath: socketPath) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        return try NIOAsyncChannel(
-                            wrappingChannelSynchronously: channel,
-                            configuration: .init(isOutboundHalfClosureEnabled: true)
-                        )
-                    }
-                }
+            channel = try await connect(halfClosure: true)
         } catch {
             throw connectionError(error)
         }
         return try await channel.executeThenClose { inbound, outbound in
             let payload = try JSONEncoder().encode(lease)
-            var headers = HTTPHeaders()
-            headers.add(name: "Host", value: "linkcondd")
-            headers.add(name: "Content-Type", value: "application/json")
-            headers.add(name: "Content-Length", value: String(payload.count))
-            try await outbound.write(contentsOf: [
-                .head(HTTPRequestHead(version: .http1_1, method: .POST, uri: APIPath.leases, headers: headers)),
-                .body(.byteBuffer(ByteBuffer(bytes: payload))),
-                .end(nil),
-            ])
+            try await outbound.write(contentsOf: Self.requestParts(.POST, APIPath.leases, payload: payload, closing: false))
 
             let (items, continuation) = AsyncThrowingStream<LeaseStreamItem, any Error>.makeStream()
             return try await withThrowingTaskGroup(of: Void.self) { readers in
@@ -86,8 +68,8 @@ extension ControlClient {
                 errorBody.append(data)
             }
         }
-        if let document = try? JSONDecoder().decode(ErrorResponse.self, from: errorBody) {
-            throw ControlClientError(code: .api, message: document.error.message, status: status, apiError: document.error)
+        if let refusal = refusal(status: status, body: errorBody) {
+            throw refusal
         }
         throw ControlClientError(code: .badResponse, message: "linkcondd closed the lease connection before the lease began (status \(status))")
     }

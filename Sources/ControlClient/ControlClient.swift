@@ -53,10 +53,8 @@ public struct ControlClient: Sendable {
         let (status, data) = try await exchange(method, path, payload: payload)
         let decoder = JSONDecoder()
         guard (200..<300).contains(status) else {
-            if let document = try? decoder.decode(ErrorResponse.self, from: data) {
-                throw ControlClientError(code: .api, message: document.error.message, status: status, apiError: document.error)
-            }
-            throw ControlClientError(code: .badResponse, message: "linkcondd answered \(status) without an error document", status: status)
+            throw Self.refusal(status: status, body: data)
+                ?? ControlClientError(code: .badResponse, message: "linkcondd answered \(status) without an error document", status: status)
         }
         do {
             return try decoder.decode(Response.self, from: data)
@@ -67,27 +65,9 @@ public struct ControlClient: Sendable {
 
     func exchange(_ method: HTTPMethod, _ path: String, payload: Data?) async throws(ControlClientError) -> (Int, Data) {
         do {
-            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connect(unixDomainSocketPath: socketPath) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(wrappingChannelSynchronously: channel)
-                    }
-                }
+            let channel = try await connect(halfClosure: false)
             return try await channel.executeThenClose { inbound, outbound in
-                var headers = HTTPHeaders()
-                headers.add(name: "Host", value: "linkcondd")
-                headers.add(name: "Connection", value: "close")
-                if let payload {
-                    headers.add(name: "Content-Type", value: "application/json")
-                    headers.add(name: "Content-Length", value: String(payload.count))
-                }
-                try await outbound.write(.head(HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)))
-                if let payload {
-                    try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: payload))))
-                }
-                try await outbound.write(.end(nil))
-
+                try await outbound.write(contentsOf: Self.requestParts(method, path, payload: payload, closing: true))
                 var status = 0
                 var body = ByteBuffer()
                 for try await part in inbound {
@@ -104,6 +84,44 @@ public struct ControlClient: Sendable {
         } catch {
             throw connectionError(error)
         }
+    }
+
+    /// A connection to the daemon. With `halfClosure`, the client can finish sending and still
+    /// read: how a lease's client says it is done.
+    func connect(halfClosure: Bool) async throws -> NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart> {
+        try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.allowRemoteHalfClosure, value: halfClosure)
+            .connect(unixDomainSocketPath: socketPath) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    return try NIOAsyncChannel(
+                        wrappingChannelSynchronously: channel,
+                        configuration: .init(isOutboundHalfClosureEnabled: halfClosure)
+                    )
+                }
+            }
+    }
+
+    /// One whole request: head, JSON body if any, end.
+    static func requestParts(_ method: HTTPMethod, _ path: String, payload: Data?, closing: Bool) -> [HTTPClientRequestPart] {
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: "linkcondd")
+        if closing {
+            headers.add(name: "Connection", value: "close")
+        }
+        var parts: [HTTPClientRequestPart] = []
+        if let payload {
+            headers.add(name: "Content-Type", value: "application/json")
+            headers.add(name: "Content-Length", value: String(payload.count))
+            parts = [.body(.byteBuffer(ByteBuffer(bytes: payload)))]
+        }
+        return [.head(HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers))] + parts + [.end(nil)]
+    }
+
+    /// The daemon's error document as an error, if `body` is one.
+    static func refusal(status: Int, body: Data) -> ControlClientError? {
+        guard let document = try? JSONDecoder().decode(ErrorResponse.self, from: body) else { return nil }
+        return ControlClientError(code: .api, message: document.error.message, status: status, apiError: document.error)
     }
 
     func connectionError(_ error: Error) -> ControlClientError {
