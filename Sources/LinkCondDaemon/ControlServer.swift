@@ -19,11 +19,35 @@ struct ControlServer: Sendable {
 
     typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
 
-    /// A connection, its channel (to close it from a lease's end) and who is on the other side.
-    struct Accepted: Sendable {
-        var connection: Connection
-        var channel: any Channel
-        var peer: PeerCredentials
+    /// A connection on its way from the listening socket to the accept loop, with who is on the
+    /// other side.
+    ///
+    /// It is wrapped for async use only once the loop takes it: when the listening socket closes
+    /// in the instant between accept and delivery, NIO drops the value unseen, and a wrapped one
+    /// would trap on its unfinished writer. A dropped one is closed by its deinit instead.
+    final class Accepted: Sendable {
+        let channel: any Channel
+        let peer: PeerCredentials
+
+        init(channel: any Channel, peer: PeerCredentials) {
+            self.channel = channel
+            self.peer = peer
+        }
+
+        deinit {
+            channel.close(promise: nil)
+        }
+
+        /// Wraps the channel and starts reading: reads stay off until the async handlers are in
+        /// place, so no request part is lost on the way.
+        func connection() async throws -> Connection {
+            let channel = self.channel
+            return try await channel.eventLoop.submit {
+                let connection = try Connection(wrappingChannelSynchronously: channel)
+                try channel.syncOptions?.setOption(.autoRead, value: true)
+                return connection
+            }.get()
+        }
     }
 
     /// Binds the socket, or adopts the one systemd passed (socket activation).
@@ -31,6 +55,7 @@ struct ControlServer: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .childChannelOption(.autoRead, value: false)
         switch socket {
         case .inherited(let descriptor):
             return try await bootstrap.bind(descriptor, childChannelInitializer: Self.initialize)
@@ -50,7 +75,7 @@ struct ControlServer: Sendable {
         let credentials: EventLoopFuture<PeerCredentials> = options.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SO_PEERCRED)
         return credentials.flatMapThrowing { peer in
             try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-            return Accepted(connection: try Connection(wrappingChannelSynchronously: channel), channel: channel, peer: peer)
+            return Accepted(channel: channel, peer: peer)
         }
     }
 
@@ -71,7 +96,7 @@ struct ControlServer: Sendable {
     private func handle(_ accepted: Accepted) async {
         let requester = Requester.fromPeer(uid: accepted.peer.uid, gid: accepted.peer.gid, pid: accepted.peer.pid)
         do {
-            try await accepted.connection.executeThenClose { inbound, outbound in
+            try await accepted.connection().executeThenClose { inbound, outbound in
                 var parts = inbound.makeAsyncIterator()
                 while let request = try await Self.nextRequest(from: &parts) {
                     guard let head = request.head else { return }
@@ -84,7 +109,7 @@ struct ControlServer: Sendable {
                         try await write(reply, for: head, to: outbound)
                         if !head.isKeepAlive || request.tooLarge { return }
                     case .hold(let lease, let maximum):
-                        try await hold(lease, maximum: maximum, head: head, requester: requester, accepted: accepted, parts: &parts, outbound: outbound)
+                        try await hold(lease, maximum: maximum, head: head, requester: requester, channel: accepted.channel, parts: &parts, outbound: outbound)
                         return
                     }
                 }
@@ -121,11 +146,10 @@ struct ControlServer: Sendable {
     /// `POST /v1/leases`: answers with one JSON line when the lease is in force, keeps the
     /// response open while the client keeps the connection, and ends the lease when it closes.
     private func hold(
-        _ lease: LeaseRequest, maximum: LeaseDuration?, head: HTTPRequestHead, requester: Requester, accepted: Accepted,
+        _ lease: LeaseRequest, maximum: LeaseDuration?, head: HTTPRequestHead, requester: Requester, channel: any Channel,
         parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     ) async throws {
-        let channel = accepted.channel
         let ended: @Sendable (LeaseEvent) -> Void = { event in
             // Expiry, take-over or shutdown: tell the client and hang up; the read loop below
             // then finds the connection closed and has nothing left to release.

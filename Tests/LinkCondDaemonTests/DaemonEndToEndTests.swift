@@ -36,14 +36,20 @@ struct DaemonEndToEndTests {
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             let client = ControlClient(socketPath: socketPath)
-            for _ in 0..<200 where (try? await client.status()) == nil {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            try await eventually { (try? await client.status()) != nil }
             try await body(client, socketPath)
             await group.triggerGracefulShutdown()
             try await tasks.waitForAll()
         }
         #expect(!FileManager.default.fileExists(atPath: socketPath))
+    }
+
+    /// Polls `condition` every 10 ms for up to 2 s; the assertion that follows says what failed.
+    func eventually(_ condition: () async -> Bool) async throws {
+        for _ in 0..<200 {
+            if await condition() { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     @Test("Activate, switch, status and a graceful stop that removes the shaping")
@@ -94,15 +100,11 @@ struct DaemonEndToEndTests {
                     try await Task.sleep(for: .seconds(30))
                 }
             }
-            for _ in 0..<200 where (try? await client.status())?.active != true {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            try await eventually { (try? await client.status())?.active == true }
             #expect(try await client.status().lease != nil)
             holder.cancel()
             _ = await holder.result
-            for _ in 0..<200 where (try? await client.status())?.active != false {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            try await eventually { (try? await client.status())?.active == false }
             #expect(try await client.status().active == false)
         }
     }
@@ -158,11 +160,46 @@ struct DaemonEndToEndTests {
         #expect(error?.message.contains("eth9 does not exist") == true)
     }
 
+    @Test("Stopping while clients keep connecting ends every connection cleanly")
+    func stopDuringConnectionStorm() async throws {
+        // A connection accepted in the instant the listening socket closes used to be dropped
+        // by NIO before the server saw it, and its unfinished writer trapped the daemon.
+        for _ in 0..<25 {
+            let storm = StormBox()
+            try await withDaemon(kernel: FakeKernel(interfaces: ["eth0"])) { client, _ in
+                for _ in 0..<4 {
+                    storm.add(Task.detached {
+                        while !Task.isCancelled { _ = try? await client.status() }
+                    })
+                }
+                try await Task.sleep(for: .milliseconds(15))
+            }
+            await storm.stop()
+        }
+    }
+
     @Test("The client names the socket when no daemon listens")
     func daemonNotRunning() async throws {
         let path = TestDaemon.socketPath()
         let error = await #expect(throws: ControlClientError.self) { try await ControlClient(socketPath: path).status() }
         #expect(error?.code == .daemonNotRunning)
         #expect(error?.message.contains(path) == true)
+    }
+}
+
+/// The tasks of a connection storm, stopped once the daemon is gone.
+private final class StormBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var tasks: [Task<Void, Never>] = []
+
+    func add(_ task: Task<Void, Never>) {
+        lock.withLock { tasks.append(task) }
+    }
+
+    func stop() async {
+        for task in lock.withLock({ tasks }) {
+            task.cancel()
+            await task.value
+        }
     }
 }
