@@ -13,7 +13,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
         // libnl-3 / libnl-route-3, found through pkg-config.
@@ -22,10 +21,17 @@ let package = Package(
             pkgConfig: "libnl-route-3.0",
             providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
         ),
+        // libyaml, found through pkg-config. Used directly rather than through Yams, which
+        // imports Foundation and with it ICU: several megabytes of resident memory in the daemon.
+        .systemLibrary(
+            name: "CYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
         // Safe Swift over libnl. Knows nothing of profiles.
         .target(name: "Netlink", dependencies: ["CNetlink"]),
         // Profile model in human units, YAML decoding, validation, the catalog.
-        .target(name: "Profiles", dependencies: [.product(name: "Yams", package: "Yams")]),
+        .target(name: "Profiles", dependencies: ["CYAML"]),
         // Profile -> TrafficPlan (pure), and applying plans through Netlink.
         .target(
             name: "Shaping",

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What the process may do, read from `/proc/self/status`.
 public enum Capabilities {
@@ -14,7 +18,7 @@ public enum Capabilities {
 
     static func hasNetAdmin(inProcessStatus status: String) -> Bool? {
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
-              let mask = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+              let mask = UInt64(String(line.dropFirst("CapEff:".count).filter { !$0.isWhitespace }), radix: 16)
         else { return nil }
         return mask & (1 << UInt64(netAdmin)) != 0
     }

@@ -1,5 +1,10 @@
 import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 
 /// The last changes of condition with who, when and why, kept in memory and appended to a
 /// JSON-lines file so that "why were my tests slow last night?" has an answer after restarts.
@@ -41,13 +46,10 @@ struct ConditionHistory {
         guard let file, var line = try? JSONEncoder().encode(entry) else { return }
         line.append(UInt8(ascii: "\n"))
         try? FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        if let handle = try? FileHandle(forWritingTo: file) {
-            defer { try? handle.close() }
-            _ = try? handle.seekToEnd()
-            try? handle.write(contentsOf: line)
-        } else {
-            try? line.write(to: file)
-        }
+        let descriptor = open(file.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        _ = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 
     private mutating func trimFileIfLong() {

@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import Logging
 
 /// Lines on stderr that read well in a terminal and in the journal: under systemd (which sets
@@ -28,7 +33,8 @@ public struct DaemonLogHandler: LogHandler {
         let line = journald
             ? "<\(Self.priority(event.level))>\(text)\n"
             : "\(Date().formatted(.iso8601)) \(event.level) \(text)\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        // One write(2) per line: lines from concurrent tasks never interleave.
+        _ = Array(line.utf8).withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
     }
 
     /// syslog(3) priorities.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Finds the interface of the default route, the one a user most likely means.
 public enum DefaultRoute {

@@ -1,5 +1,9 @@
 import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Profiles
 
 /// What the daemon wants in force, written before every change so that a daemon killed at any

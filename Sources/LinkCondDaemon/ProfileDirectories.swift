@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where profiles come from when `--profiles` is not given.
 public enum ProfileDirectories {

@@ -1,16 +1,20 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Glibc
 
 /// The control socket's file: its directory, a stale file from a crashed daemon, its mode.
 enum SocketFile {
     /// Creates the socket's directory if needed and makes sure no live daemon owns the path.
     static func prepare(path: String) throws(DaemonError) {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
         if !directory.isEmpty {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
             } catch {
-                throw DaemonError(code: .socket, message: "cannot create \(directory) for the control socket: \(error.localizedDescription)")
+                throw DaemonError(code: .socket, message: "cannot create \(directory) for the control socket: \(error)")
             }
         }
         guard FileManager.default.fileExists(atPath: path) else { return }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Glibc
 
 /// `sd_notify` without libsystemd: one datagram to `$NOTIFY_SOCKET`, when systemd set it.

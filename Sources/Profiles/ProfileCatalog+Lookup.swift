@@ -1,5 +1,3 @@
-import Foundation
-
 /// A name that matches no profile, with the names it might have meant.
 public struct UnknownProfileError: Error, Sendable, Equatable, CustomStringConvertible {
     public var query: String
@@ -28,6 +26,6 @@ extension ProfileCatalog {
 
     /// The profiles sorted by name, as listings show them.
     public var sortedEntries: [CatalogEntry] {
-        entries.sorted { $0.profile.name.localizedStandardCompare($1.profile.name) == .orderedAscending }
+        entries.sorted { namesInReadingOrder($0.profile.name, $1.profile.name) }
     }
 }

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One loaded profile and the file it came from.
 public struct CatalogEntry: Hashable, Sendable {
@@ -50,7 +57,7 @@ public struct ProfileCatalog: Sendable {
         return names
             .filter { !$0.hasPrefix(".") && ($0.hasSuffix(".yaml") || $0.hasSuffix(".yml")) }
             .sorted()
-            .map { (directory as NSString).appendingPathComponent($0) }
+            .map { directory.hasSuffix("/") ? directory + $0 : directory + "/" + $0 }
     }
 
     /// Reads and parses one file, recording it as an entry or a problem.
@@ -59,7 +66,7 @@ public struct ProfileCatalog: Sendable {
         do {
             text = try String(contentsOfFile: file, encoding: .utf8)
         } catch {
-            problems.append(ProfileError(code: .unreadable, file: file, line: 0, field: "", message: "cannot read: \(error.localizedDescription)"))
+            problems.append(ProfileError(code: .unreadable, file: file, line: 0, field: "", message: "cannot read: \(Self.reason(error))"))
             return
         }
         do {
@@ -75,9 +82,7 @@ public struct ProfileCatalog: Sendable {
     mutating func add(_ entry: CatalogEntry) {
         let slug = profileSlug(entry.profile.name)
         if let existing = entries.first(where: { profileSlug($0.profile.name) == slug }) {
-            let existingDirectory = (existing.file as NSString).deletingLastPathComponent
-            let newDirectory = (entry.file as NSString).deletingLastPathComponent
-            if existingDirectory == newDirectory {
+            if Self.directory(of: existing.file) == Self.directory(of: entry.file) {
                 problems.append(ProfileError(
                     code: .duplicateName, file: entry.file, line: 0, field: "name",
                     message: "'\(entry.profile.name)' is already defined in \(existing.file)"
@@ -91,6 +96,24 @@ public struct ProfileCatalog: Sendable {
     }
 
     static func stem(of file: String) -> String {
-        ((file as NSString).lastPathComponent as NSString).deletingPathExtension
+        let name = file.split(separator: "/").last ?? ""
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return String(name) }
+        return String(name[..<dot])
+    }
+
+    /// `No such file or directory`, `Permission denied`, `not UTF-8 text`.
+    private static func reason(_ error: any Error) -> String {
+        guard let error = error as? CocoaError else { return "\(error)" }
+        if let posix = error.underlying as? POSIXError {
+            return String(cString: strerror(posix.code.rawValue))
+        }
+        if error.code == .fileReadInapplicableStringEncoding {
+            return "not UTF-8 text"
+        }
+        return "file error \(error.code.rawValue)"
+    }
+
+    static func directory(of file: String) -> Substring {
+        file.lastIndex(of: "/").map { file[..<$0] } ?? ""
     }
 }

@@ -1,4 +1,3 @@
-import Foundation
 
 /// Why a value in human units could not be read, without knowing where it came from.
 ///
@@ -19,7 +18,7 @@ struct QuantityText {
     var unit: Substring
 
     init(_ text: String, kind: String, example: String) throws(UnitParseError) {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingSpaces()
         guard !trimmed.isEmpty else {
             throw UnitParseError("empty \(kind); write it like \(example)")
         }

@@ -72,6 +72,17 @@ def v4mapped(addr):
     return (host, addr[1], 0, 0)
 
 
+def recv_exact(c, n):
+    """n bytes from stream socket c, or None if the peer closes first."""
+    data = b""
+    while len(data) < n:
+        chunk = c.recv(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
 def big_rcvbuf(s, size=4 << 20):
     """As root, exceed net.core.rmem_max: a slow (emulated) reader must not drop datagrams."""
     try:
@@ -128,12 +139,9 @@ class Server:
         with c:
             c.settimeout(120)
             try:
-                head = b""
-                while len(head) < 8:
-                    chunk = c.recv(8 - len(head))
-                    if not chunk:
-                        return
-                    head += chunk
+                head = recv_exact(c, 8)
+                if head is None:
+                    return
                 rid = struct.unpack("!Q", head)[0]
                 series = [(now(), 0)]
                 with self.lock:
@@ -157,6 +165,12 @@ class Server:
             c.settimeout(120)
             buf = b"\0" * 65536
             try:
+                head = recv_exact(c, 4)
+                if head is None:
+                    return
+                (sndbuf,) = struct.unpack("!I", head)
+                if sndbuf:
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
                 while True:
                     c.sendall(buf)
             except OSError:
@@ -414,7 +428,11 @@ def cmd_throughput(a):
     s.settimeout(a.duration + 30)
     if a.dir == "down" and a.rcvbuf:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, a.rcvbuf)
+    if a.dir == "up" and a.sndbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, a.sndbuf)
     s.connect((host, SINK_PORT if a.dir == "up" else SOURCE_PORT))
+    if a.dir == "down":
+        s.sendall(struct.pack("!I", a.sndbuf))
     t_start = now()
     series = [(t_start, 0)]
     if a.dir == "up":
@@ -693,6 +711,10 @@ def main():
     sp.add_argument("--skip", type=float, default=3.0, help="start-up excluded, seconds")
     sp.add_argument("--rcvbuf", type=int, default=0,
                     help="download receive buffer, 0 = kernel autotuning")
+    sp.add_argument("--sndbuf", type=int, default=0,
+                    help="sender's buffer (the server's, downloading), 0 = kernel autotuning; a "
+                         "small one keeps a slow link's queue from overflowing, so that "
+                         "retransmissions do not pass for lost capacity")
     sp.add_argument("--frame", type=int, default=1514, help="link bytes per full segment")
     sp.add_argument("--payload", type=int, default=1448, help="TCP payload per full segment")
     sp.add_argument("--series", action="store_true", help="include the arrival series")
