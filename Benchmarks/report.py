@@ -297,13 +297,13 @@ def main():
         ticks = footprint["clock_ticks_per_second"]
         print("| measure | value |\n|---|---|")
         print("| start to socket ready (5 starts) | %s ms |" % ", ".join(fmt(x, 0) for x in footprint["startup_ms"]))
-        print("| RSS after start | %.1f MB |" % (footprint["rss_start_kib"] / 1024))
+        print("| RSS after start | %.1f MiB (%.1f MB) |" % (footprint["rss_start_kib"] / 1024, footprint["rss_start_kib"] * 1.024 / 1000))
         if "rss_start_anon_kib" in footprint:
-            print("| of which private (anonymous) / file-backed (shared libraries, binary) | %.1f MB / %.1f MB |" % (
+            print("| of which private (anonymous) / file-backed (shared libraries, binary) | %.1f MiB / %.1f MiB |" % (
                 footprint["rss_start_anon_kib"] / 1024, footprint["rss_start_file_kib"] / 1024))
-        print("| RSS after 10 000 switches | %.1f MB |" % (footprint["rss_after_10000_switches_kib"] / 1024))
+        print("| RSS after 10 000 switches | %.1f MiB (%.1f MB) |" % (footprint["rss_after_10000_switches_kib"] / 1024, footprint["rss_after_10000_switches_kib"] * 1.024 / 1000))
         if "rss_after_10000_switches_anon_kib" in footprint:
-            print("| of which private (anonymous) | %.1f MB |" % (footprint["rss_after_10000_switches_anon_kib"] / 1024))
+            print("| of which private (anonymous) | %.1f MiB |" % (footprint["rss_after_10000_switches_anon_kib"] / 1024))
         print("| threads | %d |" % footprint["threads"])
         print("| idle 60 s, no lease: context switches (all threads) | %d |" % footprint["idle_context_switches"])
         print("| idle 60 s, no lease: CPU time | %.2f s |" % (footprint["idle_cpu_ticks"] / ticks))

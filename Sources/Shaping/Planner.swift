@@ -16,6 +16,8 @@ public struct Planner: Sendable {
     static let queueBudget = Delay.milliseconds(200)
     /// Largest Ethernet frame without FCS: the htb quantum and the packet size for queue sizing.
     static let framePacketBytes: UInt32 = 1514
+    /// A small frame (a TCP ACK is 66 bytes): the packet size for sizing the delay line.
+    static let smallestFrameBytes: UInt32 = 64
     /// Share of a shaped uplink guaranteed to DNS queries when bulk traffic saturates it.
     static let dnsShareDivisor: UInt64 = 10
 
@@ -100,16 +102,16 @@ public struct Planner: Sendable {
         )
     }
 
-    /// Packets in flight during the delay at the link's rate, plus `queueBudget` of queue for a
-    /// shaped link. Unlimited directions assume a 1 Gbit/s link and keep netem's default floor.
+    /// Packets in the delay line at the link's rate, counted as the smallest frames (a real link
+    /// holds any number of packets in flight, and ACKs, DNS or VoIP at a high packet rate must
+    /// not overflow it), plus `queueBudget` of full-size frames queued behind a shaped link.
+    /// Unlimited directions assume a 1 Gbit/s link and keep netem's default floor.
     static func queueLimit(_ conditions: LinkConditions, extraDelay: Delay) -> UInt32 {
-        let rate = conditions.bandwidth ?? assumedLinkRate
-        var holding = conditions.delay + conditions.jitter + extraDelay
-        if conditions.bandwidth != nil { holding = holding + queueBudget }
-        let bytes = Double(rate.bytesPerSecond) * holding.seconds
-        let packets = (bytes / Double(framePacketBytes)).rounded(.up)
+        let rate = Double((conditions.bandwidth ?? assumedLinkRate).bytesPerSecond)
+        let delayLine = rate * (conditions.delay + conditions.jitter + extraDelay).seconds / Double(smallestFrameBytes)
+        let queue = conditions.bandwidth == nil ? 0 : rate * queueBudget.seconds / Double(framePacketBytes)
         let floor: Double = conditions.bandwidth == nil ? 1000 : 32
-        return UInt32(min(max(packets, floor), 1_000_000))
+        return UInt32(min(max((delayLine + queue).rounded(.up), floor), 1_000_000))
     }
 
     // MARK: Filters

@@ -98,7 +98,8 @@ check_snapshot() {
 server_start() {
     rm -f "$CTL"
     # not through srv(): $! must be the process itself, so signals reach it
-    ip netns exec "$NS_S" timeout 1800 python3 "$PROBE" serve --ctl "$CTL" 2>>"$WORK/probe-server.log" &
+    # A safety net against a server outliving its VM run; the benchmarks need longer.
+    ip netns exec "$NS_S" timeout "${PROBE_SERVER_LIFETIME:-1800}" python3 "$PROBE" serve --ctl "$CTL" 2>>"$WORK/probe-server.log" &
     SERVER_PID=$!
     local i
     for i in $(seq 300); do

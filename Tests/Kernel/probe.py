@@ -165,12 +165,6 @@ class Server:
             c.settimeout(120)
             buf = b"\0" * 65536
             try:
-                head = recv_exact(c, 4)
-                if head is None:
-                    return
-                (sndbuf,) = struct.unpack("!I", head)
-                if sndbuf:
-                    c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
                 while True:
                     c.sendall(buf)
             except OSError:
@@ -215,9 +209,9 @@ class Server:
             pace(t0, seq + 1, gap)
         return now() - t0
 
-    def stream(self, host, port, rid, rate, duration):
+    def stream(self, host, port, rid, rate, duration, pad_bytes=32):
         dst = v4mapped((host, port))
-        pad = b"\0" * 32
+        pad = b"\0" * pad_bytes
         gap = 1.0 / rate
         t0 = now()
         seq = 0
@@ -247,7 +241,8 @@ class Server:
                 with self.lock:
                     rep = {"packets": list(self.stamps.get(req["id"], []))}
             elif op == "stream":
-                sent = self.stream(req["host"], req["port"], req["id"], req["rate"], req["duration"])
+                sent = self.stream(req["host"], req["port"], req["id"], req["rate"], req["duration"],
+                                   req.get("pad", 32))
                 rep = {"sent": sent}
             elif op == "blast":
                 took = self.blast(req["host"], req["port"], req["id"], req["count"], req["gap"])
@@ -428,11 +423,7 @@ def cmd_throughput(a):
     s.settimeout(a.duration + 30)
     if a.dir == "down" and a.rcvbuf:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, a.rcvbuf)
-    if a.dir == "up" and a.sndbuf:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, a.sndbuf)
     s.connect((host, SINK_PORT if a.dir == "up" else SOURCE_PORT))
-    if a.dir == "down":
-        s.sendall(struct.pack("!I", a.sndbuf))
     t_start = now()
     series = [(t_start, 0)]
     if a.dir == "up":
@@ -549,7 +540,7 @@ def stream_up(a, host, out):
     rid = run_id()
     s = socket.socket(family_of(host), socket.SOCK_DGRAM)
     s.connect((host, COUNTER_PORT))
-    pad = b"\0" * 32
+    pad = b"\0" * getattr(a, "pad", 32)
     gap = 1.0 / a.rate
     t0 = now()
     seq = 0
@@ -580,7 +571,8 @@ def stream_down(a, host, out):
 
     def ask():
         reply.update(ctl_call(a.ctl, {"op": "stream", "host": local, "port": s.getsockname()[1],
-                                      "id": rid, "rate": a.rate, "duration": a.duration},
+                                      "id": rid, "rate": a.rate, "duration": a.duration,
+                                      "pad": getattr(a, "pad", 32)},
                               timeout=a.duration + 60))
         done.set()
 
@@ -613,6 +605,31 @@ def cmd_stream(a):
     for t in threads:
         t.join()
     json.dump(out, sys.stdout)
+    print()
+
+
+# ---------------------------------------------------------------- udprate
+
+def cmd_udprate(a):
+    """Link rate of one shaped direction. Full-size UDP frames offered above the rate keep the
+    shaper's queue full, so they leave it, and arrive, exactly at the shaped rate: unlike a TCP
+    transfer, no sender stall or retransmission can pass for lost capacity."""
+    ip_header = 20 if family_of(a.host) == socket.AF_INET else 40
+    a.pad = a.frame - 14 - ip_header - 8 - TSEG.size
+    a.rate = max(2.0, a.offer * a.bps / (a.frame * 8))
+    out = {}
+    (stream_up if a.dir == "up" else stream_down)(a, a.host, out)
+    arrivals = sorted(p[2] for p in out[a.dir]["packets"])
+    window = [t for t in arrivals if arrivals and t >= arrivals[0] + a.skip * 1e9]
+    link = None
+    if len(window) >= 3 and window[-1] > window[0]:
+        link = (len(window) - 1) * a.frame * 8 / ((window[-1] - window[0]) / 1e9)
+    json.dump({
+        "dir": a.dir, "host": a.host, "offered_pps": round(a.rate, 2), "sent": out[a.dir]["sent"],
+        "received": len(arrivals), "window_frames": len(window),
+        "window_s": round((window[-1] - window[0]) / 1e9, 3) if len(window) >= 2 else 0.0,
+        "link_bps": round(link, 1) if link is not None else None, "frame_bytes": a.frame,
+    }, sys.stdout)
     print()
 
 
@@ -711,10 +728,6 @@ def main():
     sp.add_argument("--skip", type=float, default=3.0, help="start-up excluded, seconds")
     sp.add_argument("--rcvbuf", type=int, default=0,
                     help="download receive buffer, 0 = kernel autotuning")
-    sp.add_argument("--sndbuf", type=int, default=0,
-                    help="sender's buffer (the server's, downloading), 0 = kernel autotuning; a "
-                         "small one keeps a slow link's queue from overflowing, so that "
-                         "retransmissions do not pass for lost capacity")
     sp.add_argument("--frame", type=int, default=1514, help="link bytes per full segment")
     sp.add_argument("--payload", type=int, default=1448, help="TCP payload per full segment")
     sp.add_argument("--series", action="store_true", help="include the arrival series")
@@ -740,6 +753,17 @@ def main():
     sp.add_argument("--duration", type=float, required=True)
     sp.add_argument("--grace", type=float, default=3.0)
 
+    sp = sub.add_parser("udprate")
+    sp.add_argument("--host", required=True)
+    sp.add_argument("--ctl", required=True)
+    sp.add_argument("--dir", choices=("up", "down"), required=True)
+    sp.add_argument("--bps", type=float, required=True, help="the shaped rate, bit/s on the link")
+    sp.add_argument("--offer", type=float, default=1.5, help="offered load, times the shaped rate")
+    sp.add_argument("--duration", type=float, default=20.0, help="sending, seconds")
+    sp.add_argument("--skip", type=float, default=3.0, help="start-up excluded, seconds")
+    sp.add_argument("--frame", type=int, default=1514, help="link bytes per frame")
+    sp.add_argument("--grace", type=float, default=2.0)
+
     sp = sub.add_parser("trickle")
     sp.add_argument("--host", required=True)
     sp.add_argument("--ctl", required=True)
@@ -754,7 +778,8 @@ def main():
         Server().run(a.ctl, a.sink_rcvbuf)
     else:
         {"rtt": cmd_rtt, "throughput": cmd_throughput, "loss": cmd_loss,
-         "session": cmd_session, "stream": cmd_stream, "trickle": cmd_trickle}[a.cmd](a)
+         "session": cmd_session, "stream": cmd_stream, "udprate": cmd_udprate,
+         "trickle": cmd_trickle}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -51,14 +51,22 @@ struct PlannerTests {
         #expect(up.delay == .zero)
     }
 
-    @Test("netem queues hold the delay line plus a bounded queue, never minutes at low rates")
+    @Test("netem queues hold the delay line in small frames plus a bounded queue, never minutes at low rates")
     func queueLimits() throws {
         let slow = try #require(Fixtures.plan(Fixtures.slowNet).uplink.netem(ReservedHandles.bulkLeaf))
-        // 32 kbit/s x 300 ms is under one packet: the floor applies, about 12 s of queue at most.
+        // 32 kbit/s x 100 ms / 64 B + 32 kbit/s x 200 ms / 1514 B = 7 packets: the floor applies.
         #expect(slow.limitPackets == 32)
         let lte = try #require(Fixtures.plan(Fixtures.lte).downlink.netem(ReservedHandles.bulkLeaf))
-        // 50 Mbit/s x (50 ms + 200 ms) / 1514 B = 1032 packets.
-        #expect(lte.limitPackets == 1033)
+        // 50 Mbit/s x 50 ms / 64 B + 50 Mbit/s x 200 ms / 1514 B = 4882.8 + 825.6 packets.
+        #expect(lte.limitPackets == 5709)
+    }
+
+    @Test("A slow, long link holds a burst of small packets in its delay line")
+    func smallPacketsInTheDelayLine() throws {
+        let conditions = LinkConditions(bandwidth: .mbit(1), delay: .milliseconds(500), loss: LossRate(percent: 10))
+        // 500 small datagrams a second for 500 ms: 250 in flight at once, all of which a real
+        // link carries (the first version sized for 1514-byte frames held 58 and dropped 77%).
+        #expect(Planner.queueLimit(conditions, extraDelay: .zero) >= 250)
     }
 
     @Test("Jitter and loss reach netem; the DNS leaf gets the same jitter and loss")
