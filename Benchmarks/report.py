@@ -171,7 +171,7 @@ def judge(row):
         n = row.get("count", 2000)
         lo, hi = binomial_interval(n, c / 100.0)
         lost = round(m / 100.0 * n)
-        return "%d of %d lost, 99%% interval [%.0f, %.0f]" % (lost, n, lo, hi), lo <= lost <= hi
+        return "%d of %d lost, 99%% interval [%.1f, %.1f]" % (lost, n, lo, hi), lo <= lost <= hi
     return "", True
 
 
