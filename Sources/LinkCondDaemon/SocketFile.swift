@@ -4,18 +4,17 @@ import FoundationEssentials
 import Foundation
 #endif
 import Glibc
+import Profiles
 
 /// The control socket's file: its directory, a stale file from a crashed daemon, its mode.
 enum SocketFile {
     /// Creates the socket's directory if needed and makes sure no live daemon owns the path.
     static func prepare(path: String) throws(DaemonError) {
-        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
-        if !directory.isEmpty {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
-            } catch {
-                throw DaemonError(code: .socket, message: "cannot create \(directory) for the control socket: \(error)")
-            }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        } catch {
+            throw DaemonError(code: .socket, message: "cannot create \(directory) for the control socket: \(fileErrorReason(error))")
         }
         guard FileManager.default.fileExists(atPath: path) else { return }
         if isListening(path: path) {

@@ -3,9 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One loaded profile and the file it came from.
 public struct CatalogEntry: Hashable, Sendable {
@@ -66,7 +63,7 @@ public struct ProfileCatalog: Sendable {
         do {
             text = try String(contentsOfFile: file, encoding: .utf8)
         } catch {
-            problems.append(ProfileError(code: .unreadable, file: file, line: 0, field: "", message: "cannot read: \(Self.reason(error))"))
+            problems.append(ProfileError(code: .unreadable, file: file, line: 0, field: "", message: "cannot read: \(fileErrorReason(error))"))
             return
         }
         do {
@@ -96,24 +93,10 @@ public struct ProfileCatalog: Sendable {
     }
 
     static func stem(of file: String) -> String {
-        let name = file.split(separator: "/").last ?? ""
-        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return String(name) }
-        return String(name[..<dot])
+        URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
     }
 
-    /// `No such file or directory`, `Permission denied`, `not UTF-8 text`.
-    private static func reason(_ error: any Error) -> String {
-        guard let error = error as? CocoaError else { return "\(error)" }
-        if let posix = error.underlying as? POSIXError {
-            return String(cString: strerror(posix.code.rawValue))
-        }
-        if error.code == .fileReadInapplicableStringEncoding {
-            return "not UTF-8 text"
-        }
-        return "file error \(error.code.rawValue)"
-    }
-
-    static func directory(of file: String) -> Substring {
-        file.lastIndex(of: "/").map { file[..<$0] } ?? ""
+    static func directory(of file: String) -> String {
+        URL(fileURLWithPath: file).deletingLastPathComponent().path
     }
 }

@@ -536,11 +536,11 @@ def cmd_loss(a):
 
 # ---------------------------------------------------------------- stream
 
-def stream_up(a, host, out):
+def stream_up(a, host, out, pad_bytes=32):
     rid = run_id()
     s = socket.socket(family_of(host), socket.SOCK_DGRAM)
     s.connect((host, COUNTER_PORT))
-    pad = b"\0" * getattr(a, "pad", 32)
+    pad = b"\0" * pad_bytes
     gap = 1.0 / a.rate
     t0 = now()
     seq = 0
@@ -556,7 +556,7 @@ def stream_up(a, host, out):
     out["up"] = {"sent": seq, "packets": ctl_call(a.ctl, {"op": "stamps", "id": rid})["packets"]}
 
 
-def stream_down(a, host, out):
+def stream_down(a, host, out, pad_bytes=32):
     rid = run_id()
     probe = socket.socket(family_of(host), socket.SOCK_DGRAM)
     probe.connect((host, COUNTER_PORT))
@@ -572,7 +572,7 @@ def stream_down(a, host, out):
     def ask():
         reply.update(ctl_call(a.ctl, {"op": "stream", "host": local, "port": s.getsockname()[1],
                                       "id": rid, "rate": a.rate, "duration": a.duration,
-                                      "pad": getattr(a, "pad", 32)},
+                                      "pad": pad_bytes},
                               timeout=a.duration + 60))
         done.set()
 
@@ -615,10 +615,10 @@ def cmd_udprate(a):
     shaper's queue full, so they leave it, and arrive, exactly at the shaped rate: unlike a TCP
     transfer, no sender stall or retransmission can pass for lost capacity."""
     ip_header = 20 if family_of(a.host) == socket.AF_INET else 40
-    a.pad = a.frame - 14 - ip_header - 8 - TSEG.size
+    pad_bytes = a.frame - 14 - ip_header - 8 - TSEG.size
     a.rate = max(2.0, a.offer * a.bps / (a.frame * 8))
     out = {}
-    (stream_up if a.dir == "up" else stream_down)(a, a.host, out)
+    (stream_up if a.dir == "up" else stream_down)(a, a.host, out, pad_bytes)
     arrivals = sorted(p[2] for p in out[a.dir]["packets"])
     window = [t for t in arrivals if arrivals and t >= arrivals[0] + a.skip * 1e9]
     link = None
