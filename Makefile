@@ -10,10 +10,13 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 
 RELEASE := .build/release
 GENERATED := .build/generated
+# Written last by `generated`: `make install` builds only when `make` never ran, so that
+# `make && sudo make install` does not run the toolchain again as root.
+GENERATED_STAMP := $(GENERATED)/.complete
 
 .PHONY: all build test unit-test kernel-test demo bench install uninstall generated clean
 
-all: build
+all: generated
 
 ## Release build of linkcondd and linkcond.
 build:
@@ -52,10 +55,14 @@ generated: build
 	mkdir -p $(GENERATED)/man
 	cp .build/plugins/GenerateManual/outputs/*/*.1 $(GENERATED)/man/
 	rm -f $(GENERATED)/man/*.help.1
+	touch $(GENERATED_STAMP)
+
+$(GENERATED_STAMP):
+	$(MAKE) generated
 
 ## Installs binaries, built-in profiles, systemd units, completions and man pages under
 ## $(DESTDIR)$(PREFIX). Then: systemd-sysusers; systemctl daemon-reload; systemctl enable --now linkcondd.socket linkcondd
-install: generated
+install: $(GENERATED_STAMP)
 	install -Dm755 $(RELEASE)/linkcondd $(DESTDIR)$(BINDIR)/linkcondd
 	install -Dm755 $(RELEASE)/linkcond $(DESTDIR)$(BINDIR)/linkcond
 	install -d $(DESTDIR)$(DATADIR)/linkcond/profiles

@@ -8,7 +8,7 @@ public struct HistoryEntryDocument: Codable, Sendable, Equatable {
     /// `activate`, `off`, `lease`, `lease-expired`, `lease-released`, `client-lost`,
     /// `taken-over`, `reload`, `startup`, `shutdown`.
     public var reason: String
-    /// Who asked; absent for the daemon's own changes (expiry, start-up, shutdown).
+    /// Who asked; absent for the daemon's own changes (expiry, start-up, shutdown, SIGHUP reload).
     public var requester: HolderDocument?
     /// Extra context, e.g. `lease 30s`.
     public var detail: String?

@@ -179,7 +179,8 @@ public actor Conditioner {
 
     /// Re-reads the profile directories. The active condition changes only if its own file now
     /// says something else; a file that broke or vanished keeps the values in force.
-    public func reload() -> ReloadResponse {
+    /// `requester` is who asked (`nil` for SIGHUP), so a re-applied condition is logged with them.
+    public func reload(by requester: Requester? = nil) -> ReloadResponse {
         let fresh = ProfileCatalog.load(from: profileDirectories)
         for problem in fresh.problems {
             logger.warning("reload: skipping profile: \(problem)")
@@ -204,7 +205,10 @@ public actor Conditioner {
                 try converge(baseline: newBaseline, lease: newLease, replacingForeign: false)
                 reapplied = before?.profile != effective?.profile
                 if reapplied {
-                    record(from: before, reason: "reload", requester: nil, detail: "\(effective?.file ?? "") changed")
+                    record(
+                        from: before, reason: "reload", requester: requester,
+                        detail: "\(effective?.file ?? "") changed" + (requester == nil ? " (SIGHUP)" : "")
+                    )
                 }
             } catch {
                 logger.error("reload: cannot apply the new values of \(before?.profile.name ?? "the active profile"): \(error)")

@@ -106,7 +106,7 @@ struct ControlRouter: Sendable {
         case APIPath.reload:
             try require(request, .POST)
             try authorize(request)
-            return .reply(.json(await conditioner.reload()))
+            return .reply(.json(await conditioner.reload(by: request.requester)))
         case APIPath.faultInjection where faults != nil:
             try require(request, .PUT)
             try authorize(request)

@@ -465,7 +465,10 @@ check_range "switch fails at each step: Slow Net kept" "$ROLLED_BACK" "$STEPS" "
 put_condition "Slow Net"
 arm 3 fail
 lc_capture activate "Nasty Net"
-check_contains "injected failure: the client names object and reason" "$LC_ERR" "fault injected"
+check_contains "injected failure: the client names the kernel's reason" "$LC_ERR" "fault injected"
+named='the kernel refused to (add|change|delete|create) .+ on [^ :]+: '
+check_bool "injected failure: the client names the object" "refused to <step> on <device>" \
+    "$(grep -oE "$named" <<<"$LC_ERR" | head -1)" "$([[ $LC_ERR =~ $named ]]; echo $?)"
 arm null
 put_condition off
 daemon_stop TERM
@@ -480,6 +483,10 @@ run_capture 30 setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/linkcond
 check_rc "uid 65534 outside the group: activate refused" "$RC" nonzero "non-zero exit (403)"
 check_contains "403 names the group" "$OUT" "'linkcond'"
 check_bool "403: nothing changed" "$before" "$(tree_signature)" "$([[ $(tree_signature) == "$before" ]]; echo $?)"
+reply=$(setpriv --reuid=65534 --regid=65534 --clear-groups timeout 20 curl -s -w '\n%{http_code}' \
+    --unix-socket "$SOCK" -X PUT -d '{"profile": "Slow Net"}' http://linkcond/v1/condition || true)
+denied="$(tail -n 1 <<<"$reply") $(head -n -1 <<<"$reply" | jq -r .error.code 2>/dev/null || true)"
+check_bool "uid 65534 outside the group: the API answers" "403 forbidden" "$denied" "$([[ $denied == "403 forbidden" ]]; echo $?)"
 run_capture 30 setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/linkcond" --socket "$SOCK" status
 check_rc "uid 65534: status readable" "$RC" 0 "succeeds"
 run_capture 30 setpriv --reuid=65534 --regid=65534 --groups="$gid" "$BIN/linkcond" --socket "$SOCK" activate "Slow Net"
@@ -495,9 +502,12 @@ rm -rf "$PROFILES" && cp -r "$PROFILES_ORIG" "$PROFILES"
 daemon_start || fatal "linkcondd did not restart"
 lc activate "Slow Net" >/dev/null
 ifb_index=$(cli cat "/sys/class/net/$IFB/ifindex")
+slow_tree=$(tree_signature)
 printf 'name: Broken\ndownlink:\n  loss: 120%%\n' >"$PROFILES/broken.yaml"
 kill -HUP "$DAEMON_PID"
 sleep 1
+check_bool "SIGHUP with a broken file: Slow Net untouched" "$slow_tree" "$(tree_signature)" \
+    "$([[ $(tree_signature) == "$slow_tree" ]]; echo $?)"
 lc_capture list
 check_contains "SIGHUP: broken file reported with file:line:field" "$LC_OUT" "broken.yaml:3: downlink.loss"
 check_range "SIGHUP: the other profiles still load" "$(grep -c '^[ *] ' <<<"$LC_OUT")" 12 12 "profiles" "12"

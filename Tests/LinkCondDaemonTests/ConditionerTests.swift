@@ -399,9 +399,13 @@ struct ReloadTests {
         #expect(unchanged.profiles == 2)
 
         try write("name: Slow\ndownlink: { bandwidth: 32kbit, delay: 250ms }\n", to: slow)
-        let changed = await conditioner.reload()
+        let changed = await conditioner.reload(by: TestDaemon.alice)
         #expect(changed.reapplied)
         #expect(changed.status.profile?.downlink.delay == "250ms")
+        let logged = await conditioner.history(limit: 1).entries.last
+        #expect(logged?.reason == "reload")
+        #expect(logged?.requester?.uid == TestDaemon.alice.uid)
+        #expect(logged?.requester?.command == "pytest -k offline")
         guard case .netem(let netem)? = kernel.qdisc(ReservedHandles.bulkLeaf, on: "lc-eth0")?.settings else {
             Issue.record("no downlink netem")
             return
