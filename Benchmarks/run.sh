@@ -18,7 +18,6 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 : >"$RESULTS"
 FIDELITY="$OUT/fidelity.jsonl"
-: >"$FIDELITY"
 BENCH="$BIN/linkcond-bench"
 PROBE_SERVER_LIFETIME=10800  # the whole run, not the kernel suite's 30 minutes
 cleanup() {
@@ -231,6 +230,7 @@ measure_loss() {
     done
 }
 
+: >"$FIDELITY"
 log "fidelity: baseline"
 lc off >/dev/null
 declare -A BASE_RTT
