@@ -142,8 +142,8 @@ lc_capture() {
     LC_OUT=$(cat "$WORK/lc.out")
     LC_ERR=$(cat "$WORK/lc.err")
     printf '    $ linkcond %s -> exit %s\n' "$*" "$LC_RC"
-    [[ -z $LC_OUT ]] || printf '%s\n' "$LC_OUT" | sed 's/^/      out: /' | head -20
-    [[ -z $LC_ERR ]] || printf '%s\n' "$LC_ERR" | sed 's/^/      err: /' | head -20
+    [[ -z $LC_OUT ]] || printf '%s\n' "$LC_OUT" | sed -n '1,20s/^/      out: /p'
+    [[ -z $LC_ERR ]] || printf '%s\n' "$LC_ERR" | sed -n '1,20s/^/      err: /p'
 }
 
 # daemon_start [EXTRA LINKCONDD ARGS...]: state and history stay in $WORK.
@@ -223,7 +223,8 @@ tree_signature() {
 
 # bulk_netem: the uplink bulk netem as tc shows it, a quick probe of which profile is in force.
 bulk_netem() {
-    cli tc qdisc show dev "$IF_C" | grep -m1 'netem 7a10:' || echo none
+    # awk reads to the end: a reader that stops early would SIGPIPE tc under pipefail.
+    cli tc qdisc show dev "$IF_C" | awk '/netem 7a10:/ && !found++ { print } END { if (!found) print "none" }'
 }
 
 # seconds_until EXPECTED LIMIT: seconds until bulk_netem shows EXPECTED, or "null".

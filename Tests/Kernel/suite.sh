@@ -274,7 +274,7 @@ check_contains "foreign qdisc: message" "$LC_ERR" "did not create"
 check_snapshot "foreign qdisc: untouched" "$WORK/snap.foreign"
 lc_capture activate "Slow Net" --replace-foreign
 check_rc "activate --replace-foreign" "$LC_RC" 0 "succeeds"
-root=$(cli tc qdisc show dev "$IF_C" | awk '/ root /{ print $2, $3; exit }')
+root=$(cli tc qdisc show dev "$IF_C" | awk '/ root / && !found++ { print $2, $3 }')
 check_bool "--replace-foreign: root is linkcond's" "htb 7a00:" "${root:-none}" "$([[ $root == "htb 7a00:" ]]; echo $?)"
 lc_capture off
 check_rc "off after --replace-foreign" "$LC_RC" 0 "succeeds"

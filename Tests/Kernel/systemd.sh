@@ -47,7 +47,7 @@ state=$(systemctl show -p ActiveState --value linkcondd.service)
 check_bool "Type=notify: active after READY=1" "active" "$state" "$([[ $state == active ]]; echo $?)"
 run_capture 30 "$BIN/linkcond" activate "Slow Net"
 check_rc "activate through the socket unit" "$RC" 0 "succeeds"
-root=$(tc qdisc show dev "$IF" | awk '/ root /{ print $2, $3; exit }')
+root=$(tc qdisc show dev "$IF" | awk '/ root / && !found++ { print $2, $3 }')
 check_bool "shaped under systemd" "htb 7a00:" "${root:-none}" "$([[ $root == "htb 7a00:" ]]; echo $?)"
 run_capture 30 setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/linkcond" status
 check_rc "status as an unprivileged user" "$RC" 0 "succeeds"
