@@ -54,7 +54,7 @@ generated: build
 		--authors "linkcond contributors"
 	mkdir -p $(GENERATED)/man
 	cp .build/plugins/GenerateManual/outputs/*/*.1 $(GENERATED)/man/
-	rm -f $(GENERATED)/man/*.help.1
+	rm -f $(GENERATED)/man/*.help.1 $(GENERATED)/man/linkcond-bench*.1
 	touch $(GENERATED_STAMP)
 
 $(GENERATED_STAMP):
