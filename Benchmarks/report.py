@@ -28,6 +28,11 @@ def fmt(x, digits=3):
     return ("%." + str(digits) + "f") % x
 
 
+def memory(kib):
+    """`13.0 MiB (13.6 MB)`: binary units as ps and top count, decimal as the target is set."""
+    return "%.1f MiB (%.1f MB)" % (kib / 1024, kib * 1.024 / 1000)
+
+
 def parse_ms(text):
     """'100ms', '1.5s', '250us', '0ms' -> milliseconds."""
     for suffix, factor in (("us", 1e-3), ("ms", 1.0), ("s", 1000.0)):
@@ -297,11 +302,11 @@ def main():
         ticks = footprint["clock_ticks_per_second"]
         print("| measure | value |\n|---|---|")
         print("| start to socket ready (5 starts) | %s ms |" % ", ".join(fmt(x, 0) for x in footprint["startup_ms"]))
-        print("| RSS after start | %.1f MiB (%.1f MB) |" % (footprint["rss_start_kib"] / 1024, footprint["rss_start_kib"] * 1.024 / 1000))
+        print("| RSS after start | %s |" % memory(footprint["rss_start_kib"]))
         if "rss_start_anon_kib" in footprint:
             print("| of which private (anonymous) / file-backed (shared libraries, binary) | %.1f MiB / %.1f MiB |" % (
                 footprint["rss_start_anon_kib"] / 1024, footprint["rss_start_file_kib"] / 1024))
-        print("| RSS after 10 000 switches | %.1f MiB (%.1f MB) |" % (footprint["rss_after_10000_switches_kib"] / 1024, footprint["rss_after_10000_switches_kib"] * 1.024 / 1000))
+        print("| RSS after 10 000 switches | %s |" % memory(footprint["rss_after_10000_switches_kib"]))
         if "rss_after_10000_switches_anon_kib" in footprint:
             print("| of which private (anonymous) | %.1f MiB |" % (footprint["rss_after_10000_switches_anon_kib"] / 1024))
         print("| threads | %d |" % footprint["threads"])

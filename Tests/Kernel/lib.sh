@@ -307,6 +307,21 @@ check_contains() {
     record "$name" "mentions '$needle'" "\"$shown\"" "substring" "$st"
 }
 
+# check_equal NAME EXPECTED MEASURED: exact match.
+check_equal() {
+    local st=FAIL
+    [[ $3 == "$2" ]] && st=PASS
+    record "$1" "$2" "$3" "exact" "$st"
+}
+
+# check_tree NAME SIGNATURE [PROMISED]: the tree in force, read once, is SIGNATURE's.
+check_tree() {
+    local now st=FAIL
+    now=$(tree_signature)
+    [[ $now == "$2" ]] && st=PASS
+    record "$1" "${3:-$2}" "$now" "exact" "$st"
+}
+
 # check_bool NAME PROMISED MEASURED CONDITION_EXIT_STATUS
 check_bool() {
     local st=FAIL

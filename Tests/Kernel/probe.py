@@ -34,6 +34,7 @@ MAGIC = b"LCPR"
 SEG = struct.Struct("!4sQI")  # magic, run id, sequence number
 STAMPED = b"LCTS"
 TSEG = struct.Struct("!4sQIq")  # magic, run id, sequence number, CLOCK_MONOTONIC ns at sending
+STREAM_PAD = 32  # bytes after a stream packet's stamp, unless a caller sizes its frames
 
 
 def now():
@@ -209,7 +210,7 @@ class Server:
             pace(t0, seq + 1, gap)
         return now() - t0
 
-    def stream(self, host, port, rid, rate, duration, pad_bytes=32):
+    def stream(self, host, port, rid, rate, duration, pad_bytes=STREAM_PAD):
         dst = v4mapped((host, port))
         pad = b"\0" * pad_bytes
         gap = 1.0 / rate
@@ -242,7 +243,7 @@ class Server:
                     rep = {"packets": list(self.stamps.get(req["id"], []))}
             elif op == "stream":
                 sent = self.stream(req["host"], req["port"], req["id"], req["rate"], req["duration"],
-                                   req.get("pad", 32))
+                                   req.get("pad", STREAM_PAD))
                 rep = {"sent": sent}
             elif op == "blast":
                 took = self.blast(req["host"], req["port"], req["id"], req["count"], req["gap"])
@@ -536,7 +537,7 @@ def cmd_loss(a):
 
 # ---------------------------------------------------------------- stream
 
-def stream_up(a, host, out, pad_bytes=32):
+def stream_up(a, host, out, pad_bytes=STREAM_PAD):
     rid = run_id()
     s = socket.socket(family_of(host), socket.SOCK_DGRAM)
     s.connect((host, COUNTER_PORT))
@@ -556,7 +557,7 @@ def stream_up(a, host, out, pad_bytes=32):
     out["up"] = {"sent": seq, "packets": ctl_call(a.ctl, {"op": "stamps", "id": rid})["packets"]}
 
 
-def stream_down(a, host, out, pad_bytes=32):
+def stream_down(a, host, out, pad_bytes=STREAM_PAD):
     rid = run_id()
     probe = socket.socket(family_of(host), socket.SOCK_DGRAM)
     probe.connect((host, COUNTER_PORT))
@@ -620,7 +621,7 @@ def cmd_udprate(a):
     out = {}
     (stream_up if a.dir == "up" else stream_down)(a, a.host, out, pad_bytes)
     arrivals = sorted(p[2] for p in out[a.dir]["packets"])
-    window = [t for t in arrivals if arrivals and t >= arrivals[0] + a.skip * 1e9]
+    window = [t for t in arrivals if t >= arrivals[0] + a.skip * 1e9]
     link = None
     if len(window) >= 3 and window[-1] > window[0]:
         link = (len(window) - 1) * a.frame * 8 / ((window[-1] - window[0]) / 1e9)

@@ -275,7 +275,7 @@ check_snapshot "foreign qdisc: untouched" "$WORK/snap.foreign"
 lc_capture activate "Slow Net" --replace-foreign
 check_rc "activate --replace-foreign" "$LC_RC" 0 "succeeds"
 root=$(cli tc qdisc show dev "$IF_C" | awk '/ root / && !found++ { print $2, $3 }')
-check_bool "--replace-foreign: root is linkcond's" "htb 7a00:" "${root:-none}" "$([[ $root == "htb 7a00:" ]]; echo $?)"
+check_equal "--replace-foreign: root is linkcond's" "htb 7a00:" "${root:-none}"
 lc_capture off
 check_rc "off after --replace-foreign" "$LC_RC" 0 "succeeds"
 check_snapshot "off after --replace-foreign: default qdisc" "$WORK/snap.before"
@@ -334,12 +334,12 @@ check_contains "lease held: names the holder" "$LC_ERR" "held by uid 0"
 waited=$(seconds_until "${NETEM[Slow Net]}" 30)
 reverted=$(awk -v a="$t0" -v w="$waited" -v b="$(date +%s.%N)" 'BEGIN { if (w == "null") print "null"; else printf "%.2f", b - a }')
 check_range "lease: reverts to Slow Net after" "$reverted" 19 21 s "20 s"
-check_bool "lease: whole tree back to Slow Net" "${REF[Slow Net]}" "$(tree_signature)" "$([[ $(tree_signature) == "${REF[Slow Net]}" ]]; echo $?)"
+check_tree "lease: whole tree back to Slow Net" "${REF[Slow Net]}"
 check_status "lease: baseline back" true "Slow Net"
 lc_capture activate "Nasty Net" --for 1h
 lc_capture activate "Black Hole" --force
 check_rc "lease: --force takes over" "$LC_RC" 0 "succeeds"
-check_bool "lease: --force tree" "Black Hole" "$(tree_signature)" "$([[ $(tree_signature) == "${REF[Black Hole]}" ]]; echo $?)"
+check_tree "lease: --force tree" "${REF[Black Hole]}" "Black Hole"
 lc activate "Slow Net" >/dev/null
 
 # ------------------------------------------------------------------ 10
@@ -347,21 +347,20 @@ log "10. linkcond run: the previous condition comes back, whatever happens to th
 for code in 0 3; do
     run_capture 60 "$BIN/linkcond" --socket "$SOCK" run --profile "Nasty Net" -- \
         sh -c "$BIN/linkcond --socket $SOCK status --json > $WORK/run.inside.json; exit $code"
-    check_bool "run, command exits $code: exit status passed through" "exit $code" "exit $RC" "$([[ $RC == "$code" ]]; echo $?)"
+    check_equal "run, command exits $code: exit status passed through" "exit $code" "exit $RC"
     inside=$(json "$WORK/run.inside.json" '.profile.name // "null"')
-    check_bool "run, command exits $code: profile while it runs" "Nasty Net" "$inside" "$([[ $inside == "Nasty Net" ]]; echo $?)"
-    after=$(tree_signature)
-    check_bool "run, command exits $code: Slow Net restored" "${REF[Slow Net]}" "$after" "$([[ $after == "${REF[Slow Net]}" ]]; echo $?)"
+    check_equal "run, command exits $code: profile while it runs" "Nasty Net" "$inside"
+    check_tree "run, command exits $code: Slow Net restored" "${REF[Slow Net]}"
 done
 "$BIN/linkcond" --socket "$SOCK" run --profile "Black Hole" -- sleep 120 >"$WORK/run.kill.out" 2>&1 &
 run_pid=$!
 seconds_until "${NETEM[Black Hole]}" 20 >/dev/null
-check_bool "run: Black Hole while the command runs" "${REF[Black Hole]}" "$(tree_signature)" "$([[ $(tree_signature) == "${REF[Black Hole]}" ]]; echo $?)"
+check_tree "run: Black Hole while the command runs" "${REF[Black Hole]}"
 kill -KILL "$run_pid"
 lost=$(seconds_until "${NETEM[Slow Net]}" 20)
 wait "$run_pid" 2>/dev/null || true
 check_max "run: SIGKILLed client, Slow Net back after" "$lost" 3 s "a few seconds"
-check_bool "run: SIGKILLed client, whole tree back to Slow Net" "${REF[Slow Net]}" "$(tree_signature)" "$([[ $(tree_signature) == "${REF[Slow Net]}" ]]; echo $?)"
+check_tree "run: SIGKILLed client, whole tree back to Slow Net" "${REF[Slow Net]}"
 pkill -f "sleep 120" 2>/dev/null || true
 
 # ------------------------------------------------------------------ 11
@@ -482,11 +481,11 @@ before=$(tree_signature)
 run_capture 30 setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/linkcond" --socket "$SOCK" activate "Slow Net"
 check_rc "uid 65534 outside the group: activate refused" "$RC" nonzero "non-zero exit (403)"
 check_contains "403 names the group" "$OUT" "'linkcond'"
-check_bool "403: nothing changed" "$before" "$(tree_signature)" "$([[ $(tree_signature) == "$before" ]]; echo $?)"
+check_tree "403: nothing changed" "$before"
 reply=$(setpriv --reuid=65534 --regid=65534 --clear-groups timeout 20 curl -s -w '\n%{http_code}' \
     --unix-socket "$SOCK" -X PUT -d '{"profile": "Slow Net"}' http://linkcond/v1/condition || true)
 denied="$(tail -n 1 <<<"$reply") $(head -n -1 <<<"$reply" | jq -r .error.code 2>/dev/null || true)"
-check_bool "uid 65534 outside the group: the API answers" "403 forbidden" "$denied" "$([[ $denied == "403 forbidden" ]]; echo $?)"
+check_equal "uid 65534 outside the group: the API answers" "403 forbidden" "$denied"
 run_capture 30 setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/linkcond" --socket "$SOCK" status
 check_rc "uid 65534: status readable" "$RC" 0 "succeeds"
 run_capture 30 setpriv --reuid=65534 --regid=65534 --groups="$gid" "$BIN/linkcond" --socket "$SOCK" activate "Slow Net"
@@ -506,8 +505,7 @@ slow_tree=$(tree_signature)
 printf 'name: Broken\ndownlink:\n  loss: 120%%\n' >"$PROFILES/broken.yaml"
 kill -HUP "$DAEMON_PID"
 sleep 1
-check_bool "SIGHUP with a broken file: Slow Net untouched" "$slow_tree" "$(tree_signature)" \
-    "$([[ $(tree_signature) == "$slow_tree" ]]; echo $?)"
+check_tree "SIGHUP with a broken file: Slow Net untouched" "$slow_tree"
 lc_capture list
 check_contains "SIGHUP: broken file reported with file:line:field" "$LC_OUT" "broken.yaml:3: downlink.loss"
 check_range "SIGHUP: the other profiles still load" "$(grep -c '^[ *] ' <<<"$LC_OUT")" 12 12 "profiles" "12"
@@ -517,8 +515,7 @@ check_contains "reload: active profile updated" "$LC_OUT" "updated"
 delays=$(cli tc -j qdisc show dev "$IF_C" | jq -r '.[] | select(.handle == "7a10:") | .options.delay.delay')
 ifb_delay=$(cli tc -j qdisc show dev "$IFB" | jq -r '.[] | select(.handle == "7a10:") | .options.delay.delay')
 check_bool "reload: new delay in the kernel" "0.15 s up and down" "$delays s up, $ifb_delay s down" "$([[ $delays == 0.15 && $ifb_delay == 0.15 ]]; echo $?)"
-check_bool "reload: changed in place" "IFB ifindex $ifb_index" "IFB ifindex $(cli cat "/sys/class/net/$IFB/ifindex")" \
-    "$([[ $(cli cat "/sys/class/net/$IFB/ifindex") == "$ifb_index" ]]; echo $?)"
+check_equal "reload: changed in place" "IFB ifindex $ifb_index" "IFB ifindex $(cli cat "/sys/class/net/$IFB/ifindex")"
 lc off >/dev/null
 PROFILES=$PROFILES_ORIG
 

@@ -44,11 +44,11 @@ systemctl daemon-reload
 run_capture 60 systemctl start linkcondd.socket linkcondd.service
 check_rc "systemctl start" "$RC" 0 "succeeds"
 state=$(systemctl show -p ActiveState --value linkcondd.service)
-check_bool "Type=notify: active after READY=1" "active" "$state" "$([[ $state == active ]]; echo $?)"
+check_equal "Type=notify: active after READY=1" "active" "$state"
 run_capture 30 "$BIN/linkcond" activate "Slow Net"
 check_rc "activate through the socket unit" "$RC" 0 "succeeds"
 root=$(tc qdisc show dev "$IF" | awk '/ root / && !found++ { print $2, $3 }')
-check_bool "shaped under systemd" "htb 7a00:" "${root:-none}" "$([[ $root == "htb 7a00:" ]]; echo $?)"
+check_equal "shaped under systemd" "htb 7a00:" "${root:-none}"
 run_capture 30 setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/linkcond" status
 check_rc "status as an unprivileged user" "$RC" 0 "succeeds"
 
@@ -71,9 +71,9 @@ for i in $(seq 100); do
     fi
     sleep 0.2
 done
-check_bool "SIGKILL: Restart=on-failure restarts the daemon" "yes" "$restarted" "$([[ $restarted == yes ]]; echo $?)"
+check_equal "SIGKILL: Restart=on-failure restarts the daemon" "yes" "$restarted"
 profile=$("$BIN/linkcond" status --json | jq -r '.profile.name // "off"')
-check_bool "SIGKILL: the restarted daemon restores the condition" "Nasty Net" "$profile" "$([[ $profile == "Nasty Net" ]]; echo $?)"
+check_equal "SIGKILL: the restarted daemon restores the condition" "Nasty Net" "$profile"
 journal=$(journalctl -u linkcondd.service -o cat --no-pager 2>/dev/null | grep -c "cleanup: removed linkcond's tree" || true)
 check_bool "SIGKILL: ExecStopPost removed the dead daemon's tree" ">= 1 cleanup" "$journal cleanup(s)" "$([[ $journal -ge 1 ]]; echo $?)"
 priority=$(journalctl -u linkcondd.service -p notice -o cat --no-pager 2>/dev/null | grep -c "condition:" || true)
