@@ -110,6 +110,7 @@ let package = Package(
             dependencies: [
                 "LinkCondDaemon", "ControlClient", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

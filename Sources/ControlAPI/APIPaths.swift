@@ -4,6 +4,8 @@ public enum APIPath {
     public static let status = "/v1/status"
     public static let condition = "/v1/condition"
     public static let leases = "/v1/leases"
+    /// The current lease: `DELETE` ends it early when the caller holds it.
+    public static let lease = "/v1/lease"
     public static let reload = "/v1/reload"
     public static let history = "/v1/history"
     /// Test hook, served only by a daemon started with `--enable-fault-injection`.
@@ -31,8 +33,9 @@ public enum APIPath {
         return encoded
     }
 
-    /// Decodes `%XX` escapes; `nil` when an escape is malformed or the result is not UTF-8.
-    public static func percentDecode(_ text: Substring) -> String? {
+    /// Decodes `%XX` escapes (and, in a query, `+` as a space); `nil` when an escape is
+    /// malformed or the result is not UTF-8.
+    public static func percentDecode(_ text: Substring, plusAsSpace: Bool = false) -> String? {
         var bytes: [UInt8] = []
         var index = text.utf8.startIndex
         let utf8 = text.utf8
@@ -47,6 +50,9 @@ public enum APIPath {
                 }
                 bytes.append(highValue << 4 | lowValue)
                 index = utf8.index(after: low)
+            } else if plusAsSpace && byte == UInt8(ascii: "+") {
+                bytes.append(UInt8(ascii: " "))
+                index = utf8.index(after: index)
             } else {
                 bytes.append(byte)
                 index = utf8.index(after: index)

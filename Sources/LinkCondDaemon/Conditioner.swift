@@ -9,47 +9,30 @@ import NIOCore
 import Profiles
 import Shaping
 
-/// The daemon's state: which condition the interface is in, who holds it, and the only path to
-/// change it.
-///
-/// There is a *baseline* (set by plain `activate` and `off`) and at most one *lease* on top of
-/// it, which ends by itself (after a time, or when its client goes away) and brings the
-/// baseline back. An actor, so requests are applied one after another; it owns the shaping
-/// engine and with it the netlink socket.
+/// The only path to change the condition: applies requests one after another, in the order of
+/// `ConditionPolicy` (what should be in force), then the state journal (so that a daemon
+/// killed halfway knows the goal), then `KernelConvergence` (the kernel), then the history.
 public actor Conditioner {
-    struct Applied {
-        var entry: CatalogEntry
-        var plan: TrafficPlan
-    }
-
-    struct Lease {
-        var id: UInt64
-        var entry: CatalogEntry
-        var holder: Requester
-        var since: Date
-        var expires: Date?
-        var clientBound: Bool
+    /// Runtime companions of the current lease: its expiry timer, and for a client-bound lease
+    /// the way to tell its client that it ended.
+    struct LeaseRuntime {
+        var leaseID: UInt64
         var timer: Scheduled<Void>?
-        /// For a client-bound lease: tells the client's connection that the lease ended.
         var onEnd: (@Sendable (LeaseEvent) -> Void)?
     }
 
     public nonisolated let target: ShapingTarget
-    private let engine: ShapingEngine
-    private let planner: Planner
+    let convergence: KernelConvergence
     private let eventLoop: any EventLoop
     private let stateStore: StateStore?
-    private let logger: Logger
+    let logger: Logger
     private let profileDirectories: [String]
-    private var catalog: ProfileCatalog
-    private var history: ConditionHistory
-
-    private var baseline: CatalogEntry?
-    private var baselineSince = Date()
-    private var lease: Lease?
-    /// What the kernel has now.
-    private var applied: Applied?
-    private var nextLeaseID: UInt64 = 1
+    var catalog: ProfileCatalog
+    var history: ConditionHistory
+    var policy = ConditionPolicy()
+    private var leaseRuntime: LeaseRuntime?
+    /// Set by `shutdown`: no change is taken after it.
+    private var stopping = false
 
     public init(
         engine: sending ShapingEngine,
@@ -62,47 +45,14 @@ public actor Conditioner {
         historyFile: String? = nil,
         logger: Logger
     ) {
-        self.engine = engine
         self.target = target
-        self.planner = planner
+        self.convergence = KernelConvergence(target: target, planner: planner, engine: engine, logger: logger)
         self.catalog = catalog
         self.profileDirectories = profileDirectories
         self.eventLoop = eventLoop
         self.stateStore = stateDirectory.map { StateStore(directory: $0, interface: target.interface) }
         self.history = ConditionHistory(file: historyFile.map { URL(fileURLWithPath: $0) })
         self.logger = logger
-    }
-
-    private var effective: CatalogEntry? { lease?.entry ?? baseline }
-
-    // MARK: Reading
-
-    public func status() -> StatusResponse {
-        let since = lease?.since ?? baselineSince
-        return StatusResponse(
-            interface: target.interface,
-            ifb: target.ifb,
-            active: effective != nil,
-            profile: effective.map(ProfileDocument.init),
-            since: since.formatted(.iso8601),
-            exemptions: planner.exemptions.ports.map(\.description) + planner.exemptions.networks.map(\.description),
-            lease: lease.map(document)
-        )
-    }
-
-    public func profiles() -> ProfileListResponse {
-        ProfileListResponse(
-            profiles: catalog.sortedEntries.map(ProfileSummary.init),
-            problems: catalog.problems.map(ProfileProblem.init)
-        )
-    }
-
-    public func profile(named name: String) throws(UnknownProfileError) -> ProfileDocument {
-        ProfileDocument(try catalog.entry(named: name))
-    }
-
-    public func history(limit: Int) -> HistoryResponse {
-        HistoryResponse(entries: history.recent(limit))
     }
 
     // MARK: Changing
@@ -117,36 +67,36 @@ public actor Conditioner {
         _ name: String, by requester: Requester, for duration: LeaseDuration? = nil,
         force: Bool = false, replacingForeign: Bool = false
     ) throws -> StatusResponse {
+        try checkRunning()
         let entry = try catalog.entry(named: name)
-        try checkNoLease(against: requester, force: force)
-        let previous = effective
-        let displaced = lease
+        try policy.checkNoLease(against: requester, force: force)
+        let previous = policy.effective
+        let displaced: LeaseRuntime?
         if let duration {
-            let newLease = makeLease(entry, holder: requester, duration: duration, clientBound: false)
-            try converge(baseline: baseline, lease: newLease, replacingForeign: replacingForeign)
-            scheduleExpiry()
+            let lease = policy.makeLease(entry, holder: requester, duration: duration, clientBound: false)
+            displaced = try converge(to: policy.wanting(baseline: policy.baseline, lease: lease), replacingForeign: replacingForeign)
             record(from: previous, reason: "lease", requester: requester, detail: "for \(duration)")
         } else {
-            try converge(baseline: entry, lease: nil, replacingForeign: replacingForeign)
+            displaced = try converge(to: policy.wanting(baseline: entry, lease: nil), replacingForeign: replacingForeign)
             record(from: previous, reason: "activate", requester: requester, detail: nil)
         }
-        notifyTakeOver(of: displaced, by: requester)
+        notifyTakeOver(displaced, by: requester)
         return status()
     }
 
     /// Removes all shaping. Also cleans up after an earlier run when already off.
     public func deactivate(by requester: Requester, force: Bool = false) throws -> StatusResponse {
-        try checkNoLease(against: requester, force: force)
-        let previous = effective
-        let displaced = lease
-        try converge(baseline: nil, lease: nil, replacingForeign: false)
+        try checkRunning()
+        try policy.checkNoLease(against: requester, force: force)
+        let previous = policy.effective
+        let displaced = try converge(to: policy.wanting(baseline: nil, lease: nil), replacingForeign: false)
         if previous == nil {
             // Already off: still remove whatever an earlier daemon may have left.
-            try engine.remove(target)
+            try convergence.removeAll()
         } else {
             record(from: previous, reason: "off", requester: requester, detail: nil)
         }
-        notifyTakeOver(of: displaced, by: requester)
+        notifyTakeOver(displaced, by: requester)
         return status()
     }
 
@@ -156,24 +106,35 @@ public actor Conditioner {
         _ name: String, by requester: Requester, maximum: LeaseDuration?, force: Bool = false,
         replacingForeign: Bool = false, onEnd: @escaping @Sendable (LeaseEvent) -> Void
     ) throws -> (leaseID: UInt64, status: StatusResponse) {
+        try checkRunning()
         let entry = try catalog.entry(named: name)
-        try checkNoLease(against: requester, force: force)
-        let previous = effective
-        let displaced = lease
-        var newLease = makeLease(entry, holder: requester, duration: maximum, clientBound: true)
-        newLease.onEnd = onEnd
-        try converge(baseline: baseline, lease: newLease, replacingForeign: replacingForeign)
-        scheduleExpiry()
-        notifyTakeOver(of: displaced, by: requester)
+        try policy.checkNoLease(against: requester, force: force)
+        let previous = policy.effective
+        let lease = policy.makeLease(entry, holder: requester, duration: maximum, clientBound: true)
+        let displaced = try converge(to: policy.wanting(baseline: policy.baseline, lease: lease), replacingForeign: replacingForeign, onEnd: onEnd)
+        notifyTakeOver(displaced, by: requester)
         record(from: previous, reason: "lease", requester: requester, detail: "while its client runs" + (maximum.map { ", at most \($0)" } ?? ""))
-        return (newLease.id, status())
+        return (lease.id, status())
     }
 
     /// The client of a client-bound lease closed its connection: bring the baseline back.
     /// Returns the new status, or `nil` if the lease had already ended.
     public func release(leaseID: UInt64) -> StatusResponse? {
-        guard let current = lease, current.id == leaseID else { return nil }
+        guard let lease = policy.lease, lease.id == leaseID else { return nil }
         endLease(reason: "lease-released", detail: "client closed its connection")
+        return status()
+    }
+
+    /// `linkcond release`: the holder ends their own lease early and gets the baseline back.
+    public func releaseLease(by requester: Requester) throws -> StatusResponse {
+        try checkRunning()
+        guard let lease = policy.lease, lease.isHeld(by: requester) else {
+            throw NoLeaseError(holder: policy.lease?.holder.document)
+        }
+        let previous = policy.effective
+        let ended = try converge(to: policy.wanting(baseline: policy.baseline, lease: nil), replacingForeign: false)
+        record(from: previous, reason: "lease-released", requester: requester, detail: "ended early by its holder (\(lease.entry.profile.name))")
+        ended?.onEnd?(LeaseEvent(event: .ended, reason: .released, status: status()))
         return status()
     }
 
@@ -193,21 +154,20 @@ public actor Conditioner {
             return update
         }
         catalog = fresh
-        let newBaseline = baseline.map(refreshed)
-        var newLease = lease
-        if let leased = newLease?.entry {
-            newLease?.entry = refreshed(leased)
+        var wanted = policy.wanting(baseline: policy.baseline.map(refreshed), lease: policy.lease)
+        if let lease = policy.lease {
+            wanted.lease?.entry = refreshed(lease.entry)
         }
-        let before = effective
+        let before = policy.effective
         var reapplied = false
-        if newBaseline != baseline || newLease?.entry != lease?.entry {
+        if !stopping, wanted != policy {
             do {
-                try converge(baseline: newBaseline, lease: newLease, replacingForeign: false)
-                reapplied = before?.profile != effective?.profile
+                try converge(to: wanted, replacingForeign: false)
+                reapplied = before?.profile != policy.effective?.profile
                 if reapplied {
                     record(
                         from: before, reason: "reload", requester: requester,
-                        detail: "\(effective?.file ?? "") changed" + (requester == nil ? " (SIGHUP)" : "")
+                        detail: "\(policy.effective?.file ?? "") changed" + (requester == nil ? " (SIGHUP)" : "")
                     )
                 }
             } catch {
@@ -222,202 +182,170 @@ public actor Conditioner {
     }
 
     /// Brings the kernel to what the state file says was wanted when the previous daemon ended:
-    /// a lease still valid, else the baseline, else nothing. A complete tree is re-adopted
-    /// (its values rewritten), anything partial is removed first.
+    /// a lease still valid, else the baseline, else nothing. A tree that is exactly the wanted
+    /// one is re-adopted (its values rewritten); anything less is rebuilt or removed.
     public func recover() throws(ShapingError) {
-        let persisted = stateStore?.load().flatMap { $0.interface == target.interface ? $0 : nil }
-        var storedLease: Lease?
-        if let stored = persisted?.lease, let entry = stored.profile.entry {
-            if stored.clientBound {
-                logger.notice("startup: dropping the lease on '\(entry.profile.name)' held by \(stored.holder): its client's connection ended with the previous daemon")
-            } else if let expires = stored.expires, expires <= Date() {
-                logger.notice("startup: the lease on '\(entry.profile.name)' held by \(stored.holder) expired while no daemon ran")
-            } else {
-                storedLease = Lease(
-                    id: nextLeaseID, entry: entry, holder: Requester(document: stored.holder),
-                    since: stored.since, expires: stored.expires, clientBound: false
-                )
-                nextLeaseID += 1
-            }
-        }
-        baseline = persisted?.baseline?.entry
-        baselineSince = persisted?.baselineSince ?? Date()
-        lease = storedLease
-
-        let survey = try engine.survey(target)
-        guard let wanted = effective else {
-            if survey.hasLinkcondObjects {
-                logger.notice("startup: removing the linkcond tree an earlier daemon left on \(target.interface); nothing was to stay in force")
-                try engine.remove(target)
-                record(from: nil, to: "off", reason: "startup", requester: nil, detail: "removed a tree left by an earlier daemon")
-            }
-            persist()
-            return
-        }
-        let plan = planner.plan(wanted.profile, on: target)
-        var adopted = false
-        if survey.isCompleteTree {
-            do {
-                try engine.rewrite(plan)
-                adopted = true
-            } catch {
-                logger.warning("startup: cannot re-adopt the tree on \(target.interface) (\(error.message)); rebuilding it")
-            }
-        }
-        if !adopted {
-            try engine.remove(target)
-            try engine.apply(plan)
-        }
-        applied = Applied(entry: wanted, plan: plan)
+        policy = recoveredPolicy(from: stateStore?.load())
         persist()
-        scheduleExpiry()
-        let how = adopted ? "re-adopted the tree an earlier daemon left" : "rebuilt it"
-        logger.notice("startup: '\(wanted.profile.name)' stays in force on \(target.interface): \(how)")
-        record(from: nil, to: wanted.profile.name, reason: "startup", requester: nil, detail: how)
+        let wanted = policy.effective
+        let outcome = try convergence.recover(to: wanted?.profile)
+        switch outcome {
+        case .nothingToDo:
+            break
+        case .removedLeftovers:
+            logger.notice("startup: removed the linkcond tree an earlier daemon left on \(target.interface); nothing was to stay in force")
+            record(from: nil, to: "off", reason: "startup", requester: nil, detail: "removed a tree left by an earlier daemon")
+        case .readopted, .rebuilt:
+            var how = "re-adopted the tree an earlier daemon left"
+            if case .rebuilt(let deviations) = outcome {
+                how = deviations.isEmpty ? "built it" : "rebuilt it: the tree left was incomplete"
+                for deviation in deviations.prefix(20) {
+                    logger.notice("startup: the tree on \(target.interface) differed: \(deviation)")
+                }
+            }
+            logger.notice("startup: '\(wanted?.profile.name ?? "")' stays in force on \(target.interface): \(how)")
+            record(from: nil, to: wanted?.profile.name ?? "off", reason: "startup", requester: nil, detail: how)
+            scheduleExpiry()
+        }
     }
 
-    /// Graceful stop: ends any lease, removes all shaping, forgets the state.
+    /// Graceful stop: ends any lease (telling a waiting client why), removes all shaping,
+    /// forgets the state. After it, every change is refused.
     public func shutdown() throws(ShapingError) {
-        let previous = effective
-        if let current = lease {
-            current.timer?.cancel()
-            lease = nil
-            current.onEnd?(LeaseEvent(event: .ended, reason: .shutdown, status: offStatus()))
-        }
-        baseline = nil
-        applied = nil
-        try engine.remove(target)
+        stopping = true
+        let previous = policy.effective
+        let lease = policy.lease
+        let runtime = leaseRuntime
+        runtime?.timer?.cancel()
+        leaseRuntime = nil
+        policy = policy.wanting(baseline: nil, lease: nil)
+        try convergence.removeAll()
         stateStore?.remove()
+        runtime?.onEnd?(LeaseEvent(event: .ended, reason: .shutdown, status: status()))
         if previous != nil {
-            record(from: previous?.profile.name, to: "off", reason: "shutdown", requester: nil, detail: nil)
+            let detail = lease.map { "ended the lease on '\($0.entry.profile.name)' held by \($0.holder)" }
+            record(from: previous?.profile.name, to: "off", reason: "shutdown", requester: nil, detail: detail)
         }
     }
 
     // MARK: Leases
 
-    private func checkNoLease(against requester: Requester, force: Bool) throws(LeaseConflictError) {
-        guard let current = lease, !force else { return }
-        throw LeaseConflictError(
-            profile: current.entry.profile.name, holder: current.holder.document,
-            secondsLeft: current.expires.map { Int($0.timeIntervalSinceNow.rounded(.up)) }
-        )
+    private func checkRunning() throws(DaemonStoppingError) {
+        if stopping { throw DaemonStoppingError() }
+    }
+
+    /// The policy a restarted daemon starts from: the stored one, less a lease that ended
+    /// while no daemon ran (expired, or bound to a client whose connection died with it).
+    private func recoveredPolicy(from state: PersistedState?) -> ConditionPolicy {
+        guard let state, state.interface == target.interface else { return ConditionPolicy() }
+        let baseline: CatalogEntry?
+        do {
+            baseline = try state.baseline?.entry()
+        } catch {
+            logger.error("startup: ignoring the stored condition: \(error)")
+            return ConditionPolicy()
+        }
+        var lease: Lease?
+        if let stored = state.lease, let entry = try? stored.profile.entry() {
+            if stored.clientBound {
+                logger.notice("startup: dropping the lease on '\(entry.profile.name)' held by \(stored.holder): its client's connection ended with the previous daemon")
+            } else if let expires = stored.expires, expires <= Date() {
+                logger.notice("startup: the lease on '\(entry.profile.name)' held by \(stored.holder) expired while no daemon ran")
+            } else {
+                lease = Lease(id: 1, entry: entry, holder: Requester(document: stored.holder), since: stored.since, expires: stored.expires, clientBound: false)
+            }
+        }
+        return ConditionPolicy(baseline: baseline, baselineSince: state.baselineSince, lease: lease)
     }
 
     /// Tells the client of a lease that `requester` forced its way past that it is over.
-    private func notifyTakeOver(of displaced: Lease?, by requester: Requester) {
-        guard let displaced, displaced.id != lease?.id else { return }
-        logger.notice("lease on '\(displaced.entry.profile.name)' held by \(displaced.holder) taken over by \(requester)")
+    private func notifyTakeOver(_ displaced: LeaseRuntime?, by requester: Requester) {
+        guard let displaced else { return }
+        logger.notice("lease \(displaced.leaseID) taken over by \(requester)")
         displaced.onEnd?(LeaseEvent(event: .ended, reason: .takenOver, by: requester.document, status: status()))
     }
 
-    private func makeLease(_ entry: CatalogEntry, holder: Requester, duration: LeaseDuration?, clientBound: Bool) -> Lease {
-        defer { nextLeaseID += 1 }
-        return Lease(
-            id: nextLeaseID, entry: entry, holder: holder, since: Date(),
-            expires: duration.map { Date().addingTimeInterval($0.seconds) }, clientBound: clientBound
-        )
-    }
-
     /// One timer for the current lease's end: no wakeups at all while there is no lease.
-    private func scheduleExpiry() {
-        guard let current = lease, let expires = current.expires, current.timer == nil else { return }
-        let id = current.id
-        let delay = TimeAmount.milliseconds(Int64((expires.timeIntervalSinceNow * 1000).rounded(.up)))
-        lease?.timer = eventLoop.scheduleTask(in: max(delay, .zero)) {
-            Task { await self.expire(leaseID: id) }
+    private func scheduleExpiry(onEnd: (@Sendable (LeaseEvent) -> Void)? = nil) {
+        guard let lease = policy.lease, leaseRuntime?.leaseID != lease.id else { return }
+        var runtime = LeaseRuntime(leaseID: lease.id, onEnd: onEnd)
+        if let expires = lease.expires {
+            let id = lease.id
+            let delay = TimeAmount.milliseconds(Int64((expires.timeIntervalSinceNow * 1000).rounded(.up)))
+            runtime.timer = eventLoop.scheduleTask(in: max(delay, .zero)) {
+                Task { await self.expire(leaseID: id) }
+            }
         }
+        leaseRuntime = runtime
     }
 
     private func expire(leaseID: UInt64) {
-        guard let current = lease, current.id == leaseID else { return }
-        endLease(reason: "lease-expired", detail: nil)
-        current.onEnd?(LeaseEvent(event: .ended, reason: .expired, status: status()))
+        guard let lease = policy.lease, lease.id == leaseID else { return }
+        let ended = endLease(reason: "lease-expired", detail: nil)
+        ended?.onEnd?(LeaseEvent(event: .ended, reason: .expired, status: status()))
     }
 
-    /// Ends the current lease and brings the baseline back. If the kernel refuses, the lease's
-    /// condition stays in force without a lease, and the error is logged.
-    private func endLease(reason: String, detail: String?) {
-        guard let current = lease else { return }
-        current.timer?.cancel()
+    /// Ends the current lease and brings the baseline back; returns the ended lease's runtime.
+    /// If the kernel refuses, the lease's condition stays in force as the baseline, and the
+    /// error is logged.
+    @discardableResult
+    private func endLease(reason: String, detail: String?) -> LeaseRuntime? {
+        guard let lease = policy.lease else { return nil }
+        var ended: LeaseRuntime?
         do {
-            try converge(baseline: baseline, lease: nil, replacingForeign: false)
+            ended = try converge(to: policy.wanting(baseline: policy.baseline, lease: nil), replacingForeign: false)
         } catch {
-            logger.error("cannot end the lease on '\(current.entry.profile.name)': \(error); keeping it in force without a lease")
-            baseline = current.entry
-            lease = nil
+            logger.error("cannot end the lease on '\(lease.entry.profile.name)': \(error); keeping it in force without a lease")
+            policy = policy.wanting(baseline: lease.entry, lease: nil)
             persist()
+            ended = leaseRuntime
+            ended?.timer?.cancel()
+            leaseRuntime = nil
         }
-        record(from: current.entry, reason: reason, requester: nil, detail: detail ?? "held by \(current.holder)")
+        record(from: lease.entry, reason: reason, requester: nil, detail: detail ?? "held by \(lease.holder)")
+        return ended
     }
 
     // MARK: Applying
 
-    /// Makes `(baseline, lease)` the wanted state and brings the kernel there: the state file is
-    /// written first, so a daemon killed halfway is followed by one that knows the goal.
-    private func converge(baseline newBaseline: CatalogEntry?, lease newLease: Lease?, replacingForeign: Bool) throws {
-        let oldBaseline = baseline
-        let oldLease = lease
-        let wanted = newLease?.entry ?? newBaseline
-        baseline = newBaseline
-        lease = newLease
+    /// Makes `wanted` the policy and brings the kernel there. The state file is written first,
+    /// so a daemon killed halfway is followed by one that knows the goal; on failure the old
+    /// policy comes back, in memory and on disk, and the kernel is as it was.
+    ///
+    /// Returns the runtime of a lease this change ended (timer cancelled), so that the caller
+    /// can tell its client why.
+    @discardableResult
+    private func converge(
+        to wanted: ConditionPolicy, replacingForeign: Bool, onEnd: (@Sendable (LeaseEvent) -> Void)? = nil
+    ) throws -> LeaseRuntime? {
+        let old = policy
+        policy = wanted
         persist()
         do {
-            try transition(to: wanted, replacingForeign: replacingForeign)
+            try convergence.converge(to: wanted.effective?.profile, replacingForeign: replacingForeign)
         } catch {
-            baseline = oldBaseline
-            lease = oldLease
+            policy = old
             persist()
             throw error
         }
-        // Only now is the old lease really gone; after a failure it stays, timer and all.
-        if oldLease?.id != newLease?.id {
-            oldLease?.timer?.cancel()
+        // Only now is an old lease really gone; after a failure it stays, timer and all.
+        var ended: LeaseRuntime?
+        if let runtime = leaseRuntime, runtime.leaseID != wanted.lease?.id {
+            runtime.timer?.cancel()
+            leaseRuntime = nil
+            ended = runtime
         }
-        if oldBaseline?.profile != newBaseline?.profile {
-            baselineSince = Date()
-        }
+        scheduleExpiry(onEnd: onEnd)
+        return ended
     }
 
-    /// Brings the kernel from what it has to `wanted`: build, change in place, or remove.
-    private func transition(to wanted: CatalogEntry?, replacingForeign: Bool) throws {
-        guard let wanted else {
-            if applied != nil {
-                try engine.remove(target)
-                applied = nil
-            }
-            return
-        }
-        let plan = planner.plan(wanted.profile, on: target)
-        guard let current = applied else {
-            try engine.apply(plan, replacingForeign: replacingForeign)
-            applied = Applied(entry: wanted, plan: plan)
-            return
-        }
-        do {
-            try engine.change(from: current.plan, to: plan)
-        } catch {
-            guard try treeIsMissing(after: error) else { throw error }
-            logger.warning("linkcond's tree on \(target.interface) was removed behind its back; rebuilding it")
-            try engine.remove(target)
-            try engine.apply(plan, replacingForeign: replacingForeign)
-        }
-        applied = Applied(entry: wanted, plan: plan)
-    }
-
-    /// Whether a failed switch failed because the tree to change is gone (deleted by hand, or
-    /// the interface was recreated), which a rebuild can fix.
-    private func treeIsMissing(after error: ShapingError) throws(ShapingError) -> Bool {
-        guard error.netlink?.code == .notFound || error.netlink?.code == .noSuchDevice else { return false }
-        return try !engine.survey(target).isCompleteTree
-    }
-
-    private func persist() {
+    func persist() {
         guard let stateStore else { return }
         let state = PersistedState(
             interface: target.interface,
-            baseline: baseline.map(PersistedState.StoredProfile.init),
-            baselineSince: baselineSince,
-            lease: lease.map {
+            baseline: policy.baseline.map(PersistedState.StoredProfile.init),
+            baselineSince: policy.baselineSince,
+            lease: policy.lease.map {
                 PersistedState.StoredLease(
                     profile: PersistedState.StoredProfile($0.entry), holder: $0.holder.document,
                     since: $0.since, expires: $0.expires, clientBound: $0.clientBound
@@ -429,56 +357,6 @@ public actor Conditioner {
         } catch {
             logger.error("cannot write \(stateStore.url.path): \(error); a restarted daemon may not restore this condition")
         }
-    }
-
-    // MARK: Documents and history
-
-    private func document(_ lease: Lease) -> LeaseDocument {
-        LeaseDocument(
-            profile: lease.entry.profile.name,
-            holder: lease.holder.document,
-            kind: lease.clientBound ? .clientBound : .timed,
-            expires: lease.expires?.formatted(.iso8601),
-            secondsLeft: lease.expires.map { max(0, Int($0.timeIntervalSinceNow.rounded(.up))) },
-            restores: baseline?.profile.name ?? "off"
-        )
-    }
-
-    private func offStatus() -> StatusResponse {
-        var status = status()
-        status.active = false
-        status.profile = nil
-        status.lease = nil
-        return status
-    }
-
-    private func record(from previous: CatalogEntry?, reason: String, requester: Requester?, detail: String?) {
-        record(from: previous?.profile.name ?? "off", to: effective?.profile.name ?? "off", reason: reason, requester: requester, detail: detail)
-    }
-
-    private func record(from: String?, to: String, reason: String, requester: Requester?, detail: String?) {
-        let from = from ?? "off"
-        var line = "condition: \(from) -> \(to) on \(target.interface) (\(reason))"
-        if let requester { line += " by \(requester)" }
-        if let detail { line += "; \(detail)" }
-        logger.notice("\(line)")
-        history.record(HistoryEntryDocument(
-            time: Date().formatted(.iso8601), from: from, to: to, reason: reason,
-            requester: requester?.document, detail: detail
-        ))
-    }
-}
-
-/// A lease is held by someone else and the request did not ask to take over.
-public struct LeaseConflictError: Error, Sendable, CustomStringConvertible {
-    public var profile: String
-    public var holder: HolderDocument
-    public var secondsLeft: Int?
-
-    public var description: String {
-        var text = "'\(profile)' is held by \(holder)"
-        if let secondsLeft { text += " for \(secondsLeft)s more" }
-        return text + "; use --force to take over"
     }
 }
 

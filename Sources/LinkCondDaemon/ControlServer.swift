@@ -9,19 +9,30 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// HTTP/1.1 over the daemon's Unix socket, one task per connection, each connection tagged
-/// with its peer's credentials.
+/// with its peer's credentials and held to `ControlLimits`.
 struct ControlServer: Sendable {
-    /// Requests larger than this are refused: the API's bodies are a few dozen bytes.
-    static let maximumBodyBytes = 64 * 1024
-
     let socket: SocketSource
     let router: ControlRouter
     let group: any EventLoopGroup
+    let limits: ControlLimits
     let logger: Logger
+    let limiter: ConnectionLimiter
+    /// Connections that hold a lease, so that a stopping daemon can wait for their last word.
+    let leaseStreams = LeaseStreams()
 
     typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+
+    init(socket: SocketSource, router: ControlRouter, group: any EventLoopGroup, limits: ControlLimits = .standard, logger: Logger) {
+        self.socket = socket
+        self.router = router
+        self.group = group
+        self.limits = limits
+        self.logger = logger
+        self.limiter = ConnectionLimiter(limits: limits)
+    }
 
     /// A connection on its way from the listening socket to the accept loop, with who is on the
     /// other side.
@@ -32,10 +43,13 @@ struct ControlServer: Sendable {
     final class Accepted: Sendable {
         let channel: any Channel
         let peer: PeerCredentials
+        /// Turned away at accept (too many connections), already answered and closing.
+        let refused: Bool
 
-        init(channel: any Channel, peer: PeerCredentials) {
+        init(channel: any Channel, peer: PeerCredentials, refused: Bool) {
             self.channel = channel
             self.peer = peer
+            self.refused = refused
         }
 
         deinit {
@@ -57,37 +71,64 @@ struct ControlServer: Sendable {
     /// Binds the socket, or adopts the one systemd passed (socket activation).
     func bind() async throws -> NIOAsyncChannel<Accepted, Never> {
         let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelOption(.autoRead, value: false)
         switch socket {
         case .inherited(let descriptor):
-            return try await bootstrap.bind(descriptor, childChannelInitializer: Self.initialize)
+            return try await bootstrap.bind(descriptor, childChannelInitializer: initialize)
         case .path(let path):
             try SocketFile.prepare(path: path)
-            let server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: Self.initialize)
+            let server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initialize)
             try SocketFile.openToEveryone(path: path)
             return server
         }
     }
 
+    /// Admits or turns away a new connection. Never fails: a failed initializer would end the
+    /// accept loop itself.
     @Sendable
-    private static func initialize(_ channel: any Channel) -> EventLoopFuture<Accepted> {
-        guard let options = channel as? SocketOptionProvider else {
-            return channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
+    private func initialize(_ channel: any Channel) -> EventLoopFuture<Accepted> {
+        let credentials: EventLoopFuture<PeerCredentials> = (channel as? SocketOptionProvider).map {
+            $0.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SO_PEERCRED)
+        } ?? channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
+        return credentials.flatMapErrorThrowing { _ in PeerCredentials.unknown }.map { peer in
+            if let refusal = peer == .unknown ? "the peer's credentials cannot be read" : limiter.admit(uid: peer.uid) {
+                let reply = ControlError(.serviceUnavailable, code: "too-many-connections", message: "\(refusal); close some and retry").reply
+                channel.writeAndFlush(ByteBuffer(bytes: ConnectionGuard.encode(reply))).whenComplete { _ in channel.close(promise: nil) }
+                return Accepted(channel: channel, peer: peer, refused: true)
+            }
+            let limiter = self.limiter
+            channel.closeFuture.whenComplete { _ in limiter.release(uid: peer.uid) }
+            do {
+                try addHTTPHandlers(to: channel)
+            } catch {
+                channel.close(promise: nil)
+                return Accepted(channel: channel, peer: peer, refused: true)
+            }
+            return Accepted(channel: channel, peer: peer, refused: false)
         }
-        let credentials: EventLoopFuture<PeerCredentials> = options.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SO_PEERCRED)
-        return credentials.flatMapThrowing { peer in
-            try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-            return Accepted(channel: channel, peer: peer)
-        }
+    }
+
+    private func addHTTPHandlers(to channel: any Channel) throws {
+        var decoderLimits = NIOHTTPDecoderLimitConfiguration()
+        decoderLimits.maxHeaderFieldSize = limits.maximumHeaderFieldBytes
+        decoderLimits.maxHeaderListSize = limits.maximumHeaderBytes
+        decoderLimits.maxHeaderFieldCount = limits.maximumHeaderFields
+        try channel.pipeline.syncOperations.addHandlers([
+            ConnectionGuard.FrontEnd(),
+            HTTPResponseEncoder(),
+            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: decoderLimits)),
+            HTTPServerPipelineHandler(),
+            ConnectionGuard(limits: limits),
+        ])
     }
 
     /// Serves until the listening socket closes, then ends every connection still open.
     func serve(_ server: NIOAsyncChannel<Accepted, Never>) async throws {
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { connections in
-                for try await accepted in connections {
+                for try await accepted in connections where !accepted.refused {
                     group.addTask { await handle(accepted) }
                 }
             }
@@ -102,16 +143,17 @@ struct ControlServer: Sendable {
         do {
             try await accepted.connection().executeThenClose { inbound, outbound in
                 var parts = inbound.makeAsyncIterator()
-                while let request = try await Self.nextRequest(from: &parts) {
-                    guard let head = request.head else { return }
+                while let request = try await nextRequest(from: &parts) {
+                    let head = request.head
                     let route: Route = request.tooLarge
-                        ? .reply(ControlError(.payloadTooLarge, code: "payload-too-large", message: "request bodies are limited to \(Self.maximumBodyBytes) bytes").reply)
+                        ? .reply(ControlError(.payloadTooLarge, code: "payload-too-large", message: "request bodies are limited to \(limits.maximumBodyBytes) bytes").reply)
                         : await router.route(ControlRequest(method: head.method, uri: head.uri, body: request.body, requester: requester))
                     switch route {
                     case .reply(let reply):
-                        logger.debug("\(head.method) \(head.uri) -> \(reply.status.code) for \(requester)")
-                        try await write(reply, for: head, to: outbound)
-                        if !head.isKeepAlive || request.tooLarge { return }
+                        logger.debug("\(head.method) \(APICall.printable(head.uri)) -> \(reply.status.code) for \(requester)")
+                        let closing = !head.isKeepAlive || request.tooLarge
+                        try await outbound.write(contentsOf: ConnectionGuard.parts(of: reply, closing: closing))
+                        if closing { return }
                     case .hold(let lease, let maximum):
                         try await hold(lease, maximum: maximum, head: head, requester: requester, channel: accepted.channel, parts: &parts, outbound: outbound)
                         return
@@ -123,10 +165,11 @@ struct ControlServer: Sendable {
         }
     }
 
-    /// One request, or `nil` when the client closed the connection.
-    private static func nextRequest(
+    /// One whole request, or `nil` when the client closed the connection. A body beyond the
+    /// limit is read and dropped, and the request marked too large.
+    private func nextRequest(
         from parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
-    ) async throws -> (head: HTTPRequestHead?, body: [UInt8], tooLarge: Bool)? {
+    ) async throws -> (head: HTTPRequestHead, body: [UInt8], tooLarge: Bool)? {
         var head: HTTPRequestHead?
         var body: [UInt8] = []
         var tooLarge = false
@@ -135,12 +178,14 @@ struct ControlServer: Sendable {
             case .head(let requestHead):
                 head = requestHead
             case .body(let buffer):
-                if body.count + buffer.readableBytes > maximumBodyBytes {
+                if body.count + buffer.readableBytes > limits.maximumBodyBytes {
                     tooLarge = true
-                } else {
+                    body = []
+                } else if !tooLarge {
                     body.append(contentsOf: buffer.readableBytesView)
                 }
             case .end:
+                guard let head else { return nil }
                 return (head, body, tooLarge)
             }
         }
@@ -154,6 +199,8 @@ struct ControlServer: Sendable {
         parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     ) async throws {
+        leaseStreams.opened()
+        defer { leaseStreams.closed() }
         let ended: @Sendable (LeaseEvent) -> Void = { event in
             // Expiry, take-over or shutdown: tell the client and hang up; the read loop below
             // then finds the connection closed and has nothing left to release.
@@ -169,9 +216,14 @@ struct ControlServer: Sendable {
                 replacingForeign: lease.replaceForeign ?? false, onEnd: ended
             )
         } catch {
-            try await write(ControlError(error).reply, for: head, to: outbound)
+            let reply = (error as? any ControlAPIError)?.reply
+                ?? ControlError(.internalServerError, code: "internal", message: "\(error)").reply
+            try await outbound.write(contentsOf: ConnectionGuard.parts(of: reply, closing: true))
             return
         }
+        try await channel.eventLoop.submit {
+            channel.pipeline.fireUserInboundEventTriggered(ConnectionGuard.LeaseHeld())
+        }.get()
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/x-ndjson")
         headers.add(name: "Transfer-Encoding", value: "chunked")
@@ -195,34 +247,31 @@ struct ControlServer: Sendable {
         data.append(UInt8(ascii: "\n"))
         return ByteBuffer(bytes: data)
     }
+}
 
-    private func write(
-        _ reply: ControlReply, for request: HTTPRequestHead,
-        to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
-    ) async throws {
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "application/json")
-        headers.add(name: "Content-Length", value: String(reply.body.count))
-        if !reply.allow.isEmpty {
-            headers.add(name: "Allow", value: reply.allow.map(\.rawValue).joined(separator: ", "))
+/// How many lease streams are open; a stopping daemon waits for them to hear why.
+final class LeaseStreams: Sendable {
+    private let count = Mutex(0)
+
+    func opened() { count.withLock { $0 += 1 } }
+    func closed() { count.withLock { $0 -= 1 } }
+
+    /// Waits until every lease stream has closed, or `timeout` passed.
+    func waitUntilClosed(timeout: Duration) async {
+        let deadline = ContinuousClock.now + timeout
+        while count.withLock({ $0 }) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
         }
-        if !request.isKeepAlive {
-            headers.add(name: "Connection", value: "close")
-        }
-        let head = HTTPResponseHead(version: request.version, status: reply.status, headers: headers)
-        try await outbound.write(contentsOf: [
-            .head(head),
-            .body(.byteBuffer(ByteBuffer(bytes: reply.body))),
-            .end(nil),
-        ])
     }
 }
 
 /// `struct ucred` as `SO_PEERCRED` fills it; Glibc hides the C type behind `_GNU_SOURCE`.
-struct PeerCredentials: Sendable {
+struct PeerCredentials: Sendable, Equatable {
     var pid: Int32 = 0
     var uid: UInt32 = 0
     var gid: UInt32 = 0
+
+    static let unknown = PeerCredentials(pid: -1, uid: .max, gid: .max)
 }
 
 /// Where the control socket comes from.

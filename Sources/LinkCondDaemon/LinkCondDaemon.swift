@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import Profiles
 import ServiceLifecycle
+import Synchronization
 import Shaping
 import UnixSignals
 
@@ -76,6 +77,9 @@ public struct LinkCondDaemon: Service {
     }
 
     /// Serves until a graceful shutdown (SIGTERM, SIGINT), then removes all shaping.
+    ///
+    /// Stopping runs while connections are still open: a lease's client hears that the daemon
+    /// stops (and why its condition ended) before the socket closes.
     public func run() async throws {
         let channel = try await server.bind()
         defer {
@@ -83,21 +87,55 @@ public struct LinkCondDaemon: Service {
         }
         logger.notice("ready: shaping \(configuration.interface), control socket \(configuration.socketDescription), exempt: \(configuration.exemptions.summary)")
         notifier.ready(status: "shaping \(configuration.interface)")
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
+        let stopping = Mutex<Task<ShapingError?, Never>?>(nil)
+        let stop: @Sendable () -> Task<ShapingError?, Never> = {
+            stopping.withLock { task in
+                if let task { return task }
+                let started = Task { await self.stop(closing: channel) }
+                task = started
+                return started
+            }
+        }
+        var serveError: (any Error)?
+        await withTaskGroup(of: Void.self) { tasks in
             tasks.addTask { await reloadOnHangup() }
             // Stopping closes the listening socket instead of cancelling the accept loop: the
             // loop then still takes every connection already accepted, which NIO requires to
             // be closed through executeThenClose (a dropped one traps).
-            try await withGracefulShutdownHandler {
-                try await server.serve(channel)
-            } onGracefulShutdown: {
-                channel.channel.close(promise: nil)
+            do {
+                try await withGracefulShutdownHandler {
+                    try await server.serve(channel)
+                } onGracefulShutdown: {
+                    _ = stop()
+                }
+            } catch {
+                serveError = error
             }
             tasks.cancelAll()
         }
+        if let failure = await stop().value {
+            throw failure
+        }
+        if let serveError {
+            throw serveError
+        }
+    }
+
+    /// Ends any lease (its client hears why), removes all shaping, waits briefly for lease
+    /// clients to get their last line, then closes the listening socket.
+    private func stop(closing channel: NIOAsyncChannel<ControlServer.Accepted, Never>) async -> ShapingError? {
         notifier.stopping()
         logger.notice("stopping: removing all shaping from \(configuration.interface)")
-        try await conditioner.shutdown()
+        var failure: ShapingError?
+        do {
+            try await conditioner.shutdown()
+        } catch {
+            logger.error("stopping: \(error)")
+            failure = error
+        }
+        await server.leaseStreams.waitUntilClosed(timeout: .seconds(2))
+        try? await channel.channel.close()
+        return failure
     }
 
     private func reloadOnHangup() async {

@@ -1,12 +1,16 @@
 import CNetlink
 
-/// An htb class as the kernel reports it.
+/// A class as the kernel reports it: where it sits in the tree.
 public struct ClassInfo: Sendable, Equatable {
     public var handle: TrafficControlHandle
     public var parent: TrafficControlHandle
     public var kind: String
-    public var rateBytesPerSecond: UInt64?
-    public var ceilBytesPerSecond: UInt64?
+
+    public init(handle: TrafficControlHandle, parent: TrafficControlHandle, kind: String) {
+        self.handle = handle
+        self.parent = parent
+        self.kind = kind
+    }
 }
 
 extension NetlinkSocket {
@@ -39,16 +43,10 @@ extension NetlinkSocket {
         guard let cachePointer else { return [] }
         let cache = NetlinkCache(cachePointer)
         return cache.objects.map { htbClass in
-            let kind = rtnl_tc_get_kind(htbClass).map { String(cString: $0) } ?? ""
-            var rate: UInt64 = 0
-            var ceil: UInt64 = 0
-            let isHTB = kind == "htb"
-            return ClassInfo(
+            ClassInfo(
                 handle: TrafficControlHandle(rawValue: rtnl_tc_get_handle(htbClass)),
                 parent: TrafficControlHandle(rawValue: rtnl_tc_get_parent(htbClass)),
-                kind: kind,
-                rateBytesPerSecond: isHTB && rtnl_htb_get_rate64(htbClass, &rate) == 0 ? rate : nil,
-                ceilBytesPerSecond: isHTB && rtnl_htb_get_ceil64(htbClass, &ceil) == 0 ? ceil : nil
+                kind: rtnl_tc_get_kind(htbClass).map { String(cString: $0) } ?? ""
             )
         }
     }

@@ -3,6 +3,8 @@ import Glibc
 
 /// A filter as the kernel reports it.
 public struct FilterInfo: Sendable, Equatable {
+    /// The qdisc the filter hangs from.
+    public var parent: TrafficControlHandle
     public var priority: UInt16
     public var protocolType: EthernetProtocol
     public var handle: UInt32
@@ -11,14 +13,38 @@ public struct FilterInfo: Sendable, Equatable {
     public var classID: TrafficControlHandle?
     /// The device a mirred action redirects to, if any.
     public var redirectInterfaceIndex: Int32?
+    /// A u32 node's selector keys, as sent (see `U32Filter.wireKeys`).
+    public var keys: [U32Key]
 
-    public init(priority: UInt16, protocolType: EthernetProtocol, handle: UInt32, kind: String, classID: TrafficControlHandle?, redirectInterfaceIndex: Int32?) {
+    public init(
+        parent: TrafficControlHandle, priority: UInt16, protocolType: EthernetProtocol, handle: UInt32, kind: String,
+        classID: TrafficControlHandle?, redirectInterfaceIndex: Int32?, keys: [U32Key] = []
+    ) {
+        self.parent = parent
         self.priority = priority
         self.protocolType = protocolType
         self.handle = handle
         self.kind = kind
         self.classID = classID
         self.redirectInterfaceIndex = redirectInterfaceIndex
+        self.keys = keys
+    }
+
+    /// Whether this is a u32 node that matches packets, as opposed to the hash table u32 adds
+    /// for each priority (handle `800:`).
+    public var isU32Node: Bool { kind == "u32" && handle & 0xFFF != 0 }
+
+    /// The node as a `U32Filter`, for comparing with what linkcond would create; `nil` for
+    /// anything that is not a u32 node with exactly one of linkcond's actions.
+    public var u32Filter: U32Filter? {
+        guard isU32Node else { return nil }
+        let action: U32Action
+        switch (classID, redirectInterfaceIndex) {
+        case (let classID?, nil): action = .classify(classID)
+        case (nil, let index?): action = .redirect(toInterfaceIndex: index)
+        default: return nil
+        }
+        return U32Filter(priority: priority, protocolType: protocolType, keys: keys, action: action)
     }
 }
 
@@ -33,8 +59,7 @@ extension NetlinkSocket {
         rtnl_cls_set_prio(classifier.pointer, filter.priority)
         rtnl_cls_set_protocol(classifier.pointer, filter.protocolType.rawValue)
 
-        let keys = filter.keys.isEmpty ? [U32Key(offset: 0, value: 0, mask: 0)] : filter.keys
-        for key in keys {
+        for key in filter.wireKeys {
             try perform(description) {
                 _ in rtnl_u32_add_key(classifier.pointer, key.value.bigEndian, key.mask.bigEndian, key.offset, 0)
             }
@@ -71,7 +96,20 @@ extension NetlinkSocket {
             let kind = rtnl_tc_get_kind(classifier).map { String(cString: $0) } ?? ""
             var classID: TrafficControlHandle?
             var redirect: Int32?
+            var keys: [U32Key] = []
             if kind == "u32" {
+                var index: UInt8 = 0
+                var value: UInt32 = 0
+                var mask: UInt32 = 0
+                var offset: Int32 = 0
+                var offsetMask: Int32 = 0
+                while index < UInt8.max, rtnl_u32_get_key(classifier, index, &value, &mask, &offset, &offsetMask) == 0 {
+                    // Keys read back exactly as sent: network byte order, 32-bit aligned.
+                    if offset % 4 == 0 {
+                        keys.append(U32Key(offset: offset, value: UInt32(bigEndian: value), mask: UInt32(bigEndian: mask)))
+                    }
+                    index += 1
+                }
                 var raw: UInt32 = 0
                 if rtnl_u32_get_classid(classifier, &raw) == 0 {
                     classID = TrafficControlHandle(rawValue: raw)
@@ -82,12 +120,14 @@ extension NetlinkSocket {
                 }
             }
             return FilterInfo(
+                parent: parent,
                 priority: rtnl_cls_get_prio(classifier),
                 protocolType: EthernetProtocol(rawValue: rtnl_cls_get_protocol(classifier)),
                 handle: rtnl_tc_get_handle(classifier),
                 kind: kind,
                 classID: classID,
-                redirectInterfaceIndex: redirect
+                redirectInterfaceIndex: redirect,
+                keys: keys
             )
         }
     }

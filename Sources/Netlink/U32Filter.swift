@@ -42,4 +42,11 @@ public struct U32Filter: Hashable, Sendable {
         self.action = action
     }
 
+    /// The keys as sent to the kernel: u32 needs at least one key, so a filter that matches
+    /// every packet of its protocol carries one that matches anything.
+    public var wireKeys: [U32Key] {
+        keys.isEmpty ? [Self.matchAll] : keys
+    }
+
+    static let matchAll = U32Key(offset: 0, value: 0, mask: 0)
 }

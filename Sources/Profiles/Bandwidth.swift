@@ -23,11 +23,11 @@ public struct Bandwidth: Hashable, Sendable, Comparable, CustomStringConvertible
         lhs.bitsPerSecond < rhs.bitsPerSecond
     }
 
-    private static let multipliers: [(suffix: String, factor: Double)] = [
+    private static let multipliers: [(suffix: String, factor: UInt64)] = [
         ("bit", 1), ("bps", 1),
-        ("kbit", 1e3), ("kbps", 1e3),
-        ("mbit", 1e6), ("mbps", 1e6),
-        ("gbit", 1e9), ("gbps", 1e9),
+        ("kbit", 1_000), ("kbps", 1_000),
+        ("mbit", 1_000_000), ("mbps", 1_000_000),
+        ("gbit", 1_000_000_000), ("gbps", 1_000_000_000),
     ]
 
     /// Reads `32kbit`, `2Mbit`, `1.5Mbps`, `10 Gbit/s`.
@@ -42,45 +42,40 @@ public struct Bandwidth: Hashable, Sendable, Comparable, CustomStringConvertible
             throw UnitParseError("'\(text)' has no unit; write it like \(example)")
         }
         guard let factor = Self.multipliers.first(where: { $0.suffix == unit })?.factor else {
-            throw UnitParseError("unknown bandwidth unit '\(quantity.unit)' in '\(text)'; use bit, kbit, Mbit or Gbit")
+            throw UnitParseError("unknown bandwidth unit '\(quantity.unit)' in '\(text)'; accepted units: bit, kbit, Mbit, Gbit, bps, kbps, Mbps, Gbps (all bits per second, optionally with /s)")
         }
-        let bits = quantity.number * factor
-        guard bits > 0 else {
+        let number = quantity.number
+        guard !number.isNegative, !number.isZero else {
             throw UnitParseError("bandwidth must be more than 0 (leave it out for an unlimited link), got '\(text)'")
+        }
+        guard let bits = number.scaled(by: factor, limit: Self.maximum.bitsPerSecond) else {
+            throw UnitParseError("bandwidth '\(text)' is above the largest rate, \(Self.maximum)")
         }
         guard bits >= 8 else {
             throw UnitParseError("bandwidth '\(text)' is below the smallest rate, 8bit")
         }
-        guard bits <= Double(Self.maximum.bitsPerSecond) else {
-            throw UnitParseError("bandwidth '\(text)' is above the largest rate, \(Self.maximum)")
-        }
-        self.bitsPerSecond = UInt64(bits.rounded())
+        self.bitsPerSecond = bits
     }
 
-    /// `32kbit`, `1.5Mbit`, `250Mbit`: the largest unit that keeps the number short.
+    /// `32kbit`, `1.5Mbit`, `1.2345Mbit`: the largest unit that keeps a whole part, every
+    /// decimal kept, so that the text reads back as the same rate.
     public var description: String {
         let units: [(name: String, factor: UInt64)] = [("Gbit", 1_000_000_000), ("Mbit", 1_000_000), ("kbit", 1_000)]
-        for (index, unit) in units.enumerated() where bitsPerSecond >= unit.factor {
-            // Rounded to thousandths, 999.9999 Mbit would read "1000Mbit": say 1Gbit instead.
-            let thousandths = (bitsPerSecond * 1000 + unit.factor / 2) / unit.factor
-            if thousandths >= 1_000_000, index > 0 {
-                return formatDecimal(bitsPerSecond, per: units[index - 1].factor) + units[index - 1].name
-            }
+        for unit in units where bitsPerSecond >= unit.factor {
             return formatDecimal(bitsPerSecond, per: unit.factor) + unit.name
         }
         return "\(bitsPerSecond)bit"
     }
 }
 
-/// `value / factor` with at most three decimals and no trailing zeros.
-func formatDecimal(_ value: UInt64, per factor: UInt64) -> String {
+/// `value / factor` exactly, with no trailing zeros; `factor` is a power of ten.
+func formatDecimal(_ value: UInt64, per factor: UInt64, decimals: Int? = nil) -> String {
     let whole = value / factor
     let remainder = value % factor
     guard remainder != 0 else { return "\(whole)" }
-    let thousandths = (remainder * 1000 + factor / 2) / factor
-    if thousandths >= 1000 { return "\(whole + 1)" }
-    var fraction = String(thousandths)
-    fraction = String(repeating: "0", count: 3 - fraction.count) + fraction
+    let width = decimals ?? String(factor).count - 1
+    var fraction = String(remainder)
+    fraction = String(repeating: "0", count: max(0, width - fraction.count)) + fraction
     while fraction.hasSuffix("0") { fraction.removeLast() }
-    return fraction.isEmpty ? "\(whole)" : "\(whole).\(fraction)"
+    return "\(whole).\(fraction)"
 }

@@ -27,35 +27,35 @@ public struct Delay: Hashable, Sendable, Comparable, CustomStringConvertible {
         Delay(microseconds: lhs.microseconds + rhs.microseconds)
     }
 
-    private static let multipliers: [(suffix: String, factor: Double)] = [
+    private static let multipliers: [(suffix: String, factor: UInt64)] = [
         ("us", 1), ("µs", 1), ("usec", 1),
-        ("ms", 1e3), ("msec", 1e3),
-        ("s", 1e6), ("sec", 1e6),
+        ("ms", 1_000), ("msec", 1_000),
+        ("s", 1_000_000), ("sec", 1_000_000),
     ]
 
     /// Reads `100ms`, `1.5s`, `250us` or a bare `0`.
     public init(parsing text: String) throws(UnitParseError) {
         let example = "100ms, 1.5s or 250us"
         let quantity = try QuantityText(text, kind: "duration", example: example)
-        guard quantity.number >= 0 else {
+        let number = quantity.number
+        guard !number.isNegative || number.isZero else {
             throw UnitParseError("'\(text)' is negative; a delay can only be 0 or more")
         }
         let unit = quantity.unit.lowercased()
         if unit.isEmpty {
-            guard quantity.number == 0 else {
+            guard number.isZero else {
                 throw UnitParseError("'\(text)' has no unit; write it like \(example)")
             }
             self = .zero
             return
         }
         guard let factor = Self.multipliers.first(where: { $0.suffix == unit })?.factor else {
-            throw UnitParseError("unknown time unit '\(quantity.unit)' in '\(text)'; use us, ms or s")
+            throw UnitParseError("unknown time unit '\(quantity.unit)' in '\(text)'; accepted units: us (or µs, usec), ms (or msec), s (or sec)")
         }
-        let microseconds = (quantity.number * factor).rounded()
-        guard microseconds <= Double(Self.maximum.microseconds) else {
+        guard let microseconds = number.scaled(by: factor, limit: Self.maximum.microseconds) else {
             throw UnitParseError("'\(text)' is longer than the longest delay, \(Self.maximum)")
         }
-        self.microseconds = UInt64(microseconds)
+        self.microseconds = microseconds
     }
 
     /// `100ms`, `1.5s`, `250us`, `0ms`.

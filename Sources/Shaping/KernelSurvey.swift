@@ -12,6 +12,12 @@ public struct KernelSurvey: Sendable, Equatable {
     public var ingressFilters: [FilterInfo] = []
     /// Qdiscs on the IFB, if it exists.
     public var ifbQdiscs: [QdiscInfo] = []
+    /// Classes of linkcond's root htb on the interface and on the IFB, when they have one.
+    public var classes: [ClassInfo] = []
+    public var ifbClasses: [ClassInfo] = []
+    /// Filters on linkcond's root htb on the interface and on the IFB, when they have one.
+    public var rootFilters: [FilterInfo] = []
+    public var ifbRootFilters: [FilterInfo] = []
 
     public init(target: ShapingTarget, interface: LinkInfo?, ifb: LinkInfo?) {
         self.target = target
@@ -68,20 +74,73 @@ public struct KernelSurvey: Sendable, Equatable {
         root == .ours || ingress == .ours || ifbOwnership == .ours
     }
 
-    /// Whether every top-level object and both bulk leaves are in place.
-    public var isCompleteTree: Bool {
-        root == .ours && ingress == .ours && ifbOwnership == .ours
-            && qdiscs.contains { $0.handle == ReservedHandles.bulkLeaf }
-            && ifbQdiscs.contains { $0.handle == ReservedHandles.bulkLeaf }
+    /// Whether the tree in the kernel is exactly `plan`'s, object for object and filter for
+    /// filter (values aside, which a re-adoption rewrites): only such a tree may be re-adopted.
+    public func isComplete(for plan: TrafficPlan) -> Bool {
+        root == .ours && ingress == .ours && ifbOwnership == .ours && deviations(from: plan).isEmpty
     }
 
-    /// The netem settings currently on the uplink bulk leaf, for reading a condition back.
-    public var uplinkBulkNetem: NetemOptions? {
-        qdiscs.first { $0.handle == ReservedHandles.bulkLeaf }?.netem
+    /// What differs between the kernel and `plan`'s skeleton, one line per object missing
+    /// (`-`) or unexpected (`+`), for logs.
+    public func deviations(from plan: TrafficPlan) -> [String] {
+        let ifbIndex = ifb?.index ?? 0
+        func expected(_ tree: DirectionTree) -> [String] {
+            [Self.line(tree.root)] + tree.leaves.map(Self.line) + tree.classes.map(Self.line)
+                + tree.filters.map { Self.line($0.encoded(redirectIndex: nil), parent: $0.parent) }
+        }
+        let wanted = [
+            plan.target.interface: expected(plan.uplink)
+                + [Self.line(QdiscNode(parent: .ingressParent, handle: ReservedHandles.ingress, settings: .ingress))]
+                + plan.ingressRedirects.map { Self.line($0.encoded(redirectIndex: ifbIndex), parent: $0.parent) },
+            plan.target.ifb: expected(plan.downlink),
+        ]
+        let found = [
+            plan.target.interface: Self.lines(qdiscs: qdiscs, classes: classes, filters: rootFilters + ingressFilters),
+            plan.target.ifb: Self.lines(qdiscs: ifbQdiscs, classes: ifbClasses, filters: ifbRootFilters),
+        ]
+        var differences: [String] = []
+        for device in [plan.target.interface, plan.target.ifb] {
+            var unmatched = found[device] ?? []
+            for line in wanted[device] ?? [] {
+                if let index = unmatched.firstIndex(of: line) {
+                    unmatched.remove(at: index)
+                } else {
+                    differences.append("- \(line) on \(device)")
+                }
+            }
+            differences += unmatched.map { "+ \($0) on \(device)" }
+        }
+        return differences
     }
 
-    public var downlinkBulkNetem: NetemOptions? {
-        ifbQdiscs.first { $0.handle == ReservedHandles.bulkLeaf }?.netem
+    /// The objects of a device that linkcond's trees consist of, as comparable lines: its
+    /// reserved qdiscs, the ingress qdisc, the classes of its root, and the filters read.
+    private static func lines(qdiscs: [QdiscInfo], classes: [ClassInfo], filters: [FilterInfo]) -> [String] {
+        let reserved = ReservedHandles.qdiscs + [ReservedHandles.ingress]
+        return qdiscs.filter { reserved.contains($0.handle) }.map { "qdisc \($0.kind) \($0.handle) parent \($0.parent)" }
+            + classes.filter { $0.handle.qdisc == ReservedHandles.root }.map { "class \($0.handle) parent \($0.parent)" }
+            + filters.filter(\.isU32Node).map { info in
+                info.u32Filter.map { line($0, parent: info.parent) } ?? "filter \(info.kind) prio \(info.priority) handle \(info.handle) (unrecognised action)"
+            }
+    }
+
+    private static func line(_ node: QdiscNode) -> String {
+        "qdisc \(node.settings.kind) \(node.handle) parent \(node.parent)"
+    }
+
+    private static func line(_ node: ClassNode) -> String {
+        "class \(node.classID) parent \(node.parent)"
+    }
+
+    /// Redirect targets are compared by interface index; `redirectIndex: nil` plans have none.
+    private static func line(_ filter: U32Filter, parent: TrafficControlHandle) -> String {
+        let keys = filter.wireKeys.map { "\($0.offset)/\(String($0.value, radix: 16))/\(String($0.mask, radix: 16))" }
+        let action: String
+        switch filter.action {
+        case .classify(let classID): action = "classify \(classID)"
+        case .redirect(let index): action = "redirect ifindex \(index)"
+        }
+        return "filter \(filter.protocolType) prio \(filter.priority) on \(parent) [\(keys.joined(separator: " "))] \(action)"
     }
 
     /// Steps that remove exactly the objects that are ours, in teardown order.

@@ -21,6 +21,9 @@ public enum ReservedHandles {
     public static let bulkLeaf = TrafficControlHandle(major: 0x7A10)
     public static let dnsLeaf = TrafficControlHandle(major: 0x7A11)
 
+    /// Every qdisc handle linkcond creates below a root it owns, the root included.
+    public static let qdiscs = [root, exemptLeaf, bulkLeaf, dnsLeaf]
+
     /// Filter priorities on the root htb; lower runs first. One protocol per priority.
     public enum Priority {
         public static let exemptIPv4: UInt16 = 1

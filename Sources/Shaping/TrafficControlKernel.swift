@@ -50,9 +50,17 @@ public final class NetlinkKernel: TrafficControlKernel {
             if survey.qdiscs.contains(where: { $0.parent == .ingressParent }) {
                 survey.ingressFilters = try socket.filters(interfaceIndex: interface.index, parent: ReservedHandles.ingress)
             }
+            if survey.root == .ours {
+                survey.classes = try socket.classes(interfaceIndex: interface.index)
+                survey.rootFilters = try socket.filters(interfaceIndex: interface.index, parent: ReservedHandles.root)
+            }
         }
         if let ifb {
             survey.ifbQdiscs = try socket.qdiscs(interfaceIndex: ifb.index)
+            if survey.ifbQdiscs.contains(where: { $0.handle == ReservedHandles.root && $0.kind == "htb" }) {
+                survey.ifbClasses = try socket.classes(interfaceIndex: ifb.index)
+                survey.ifbRootFilters = try socket.filters(interfaceIndex: ifb.index, parent: ReservedHandles.root)
+            }
         }
         return survey
     }

@@ -31,9 +31,10 @@ extension NetemSettings {
 
 extension LossRate {
     /// netem's loss is a u32 probability: 0 never drops, `UInt32.max` always does.
+    /// Computed in integers, so that a value maps to the same probability on every run.
     public var kernelProbability: UInt32 {
-        if percent >= 100 { return .max }
-        return UInt32((fraction * Double(UInt32.max)).rounded())
+        let whole = UInt128(100 * LossRate.scale)
+        return UInt32((UInt128(scaledPercent) * UInt128(UInt32.max) + whole / 2) / whole)
     }
 }
 

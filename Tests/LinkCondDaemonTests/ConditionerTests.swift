@@ -156,7 +156,33 @@ struct LeaseTests {
         _ = try await conditioner.hold("Nasty Net", by: TestDaemon.alice, maximum: nil, onEnd: { events.add($0) })
         try await conditioner.shutdown()
         #expect(events.all.map(\.reason) == [.shutdown])
+        #expect(events.all.first?.status.active == false)
         #expect(kernel.fullState == pristine)
+        let last = try #require(await conditioner.history(limit: 1).entries.last)
+        #expect(last.reason == "shutdown")
+        #expect(last.detail?.contains("ended the lease on 'Nasty Net' held by uid 1000") == true)
+        // The connection's end comes after the shutdown: it finds nothing to release, and
+        // records nothing more.
+        #expect(await conditioner.release(leaseID: 1) == nil)
+        #expect(await conditioner.history(limit: 1).entries.last?.reason == "shutdown")
+        await #expect(throws: DaemonStoppingError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.root) }
+    }
+
+    @Test("The holder ends their own lease early and gets the baseline back; others may not")
+    func releaseOwnLease() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel)
+        _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
+        _ = try await conditioner.activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 60_000))
+        await #expect(throws: NoLeaseError.self) { try await conditioner.releaseLease(by: TestDaemon.bob) }
+        let conflict = await #expect(throws: LeaseConflictError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.alice) }
+        #expect(conflict?.heldByRequester == true)
+        #expect(conflict?.description.contains("linkcond release") == true)
+        let status = try await conditioner.releaseLease(by: TestDaemon.alice)
+        #expect(status.profile?.name == "Slow Net")
+        #expect(status.lease == nil)
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
+        await #expect(throws: NoLeaseError.self) { try await conditioner.releaseLease(by: TestDaemon.alice) }
     }
 }
 

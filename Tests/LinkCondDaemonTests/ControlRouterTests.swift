@@ -163,7 +163,10 @@ struct ControlRouterTests {
     @Test("Bad request bodies are 400s that say what is wrong", arguments: [
         ("", "needs a JSON body"),
         ("{", "not valid JSON"),
-        (#"{"name": "Slow Net"}"#, "lacks the field 'profile'"),
+        ("{}", "lacks the field 'profile'"),
+        ("[1, 2]", "must be a JSON object"),
+        (#"{"name": "Slow Net"}"#, "unknown field 'name'"),
+        (#"{"profile": "Slow Net", "forse": true}"#, "unknown field 'forse'"),
         (#"{"profile": 3}"#, "'profile' has the wrong type"),
     ])
     func badBodies(body: String, message: String) async throws {

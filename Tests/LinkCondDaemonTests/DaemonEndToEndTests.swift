@@ -121,13 +121,14 @@ struct DaemonEndToEndTests {
         }
     }
 
-    @Test("A second client gets a 409 naming the lease's holder")
+    @Test("A 409 tells the holder that the lease is theirs, and how to end it")
     func leaseConflict() async throws {
         try await withDaemon(kernel: FakeKernel(interfaces: ["eth0"])) { client, _ in
             _ = try await client.activate("Slow Net", for: "1h")
             let error = await #expect(throws: ControlClientError.self) { try await client.activate("Slow Net") }
             #expect(error?.status == 409)
-            #expect(error?.message.contains("held by uid \(getuid())") == true)
+            #expect(error?.message.contains("you already hold 'Slow Net'") == true)
+            #expect(error?.message.contains("linkcond release") == true)
             _ = try await client.deactivate(force: true)
         }
     }

@@ -102,20 +102,22 @@ struct BandwidthTests {
         #expect(Bandwidth(bitsPerSecond: bitsPerSecond).description == text)
     }
 
-    @Test("formatting rounds to at most three decimals")
-    func formatRounds() {
-        #expect(Bandwidth(bitsPerSecond: 1_234_567).description == "1.235Mbit")
-        #expect(Bandwidth(bitsPerSecond: 1_234_499).description == "1.234Mbit")
+    @Test("formatting keeps every decimal, so the text reads back as the same rate")
+    func formatIsExact() throws {
+        #expect(Bandwidth(bitsPerSecond: 1_234_567).description == "1.234567Mbit")
+        #expect(Bandwidth(bitsPerSecond: 1_234_500).description == "1.2345Mbit")
         #expect(Bandwidth(bitsPerSecond: 999_999).description == "999.999kbit")
+        #expect(Bandwidth(bitsPerSecond: 999_999_999).description == "999.999999Mbit")
+        for value: UInt64 in [8, 999, 1_001, 1_234_567, 999_999_999, 1_000_000_001, 99_999_999_999] {
+            #expect(try Bandwidth(parsing: Bandwidth(bitsPerSecond: value).description).bitsPerSecond == value)
+        }
     }
 
-    @Test("formatting never shows 1000 of a unit when rounding up reaches the next one")
-    func formatRoundsUpToNextUnit() {
-        // Sources/Profiles/Bandwidth.swift:63 picks the unit before rounding; formatDecimal
-        // (line 76) then rounds 999.9995+ up to a whole 1000 of the smaller unit.
-        #expect(Bandwidth(bitsPerSecond: 999_999_999).description == "1Gbit")
-        #expect(Bandwidth(bitsPerSecond: 999_999_900).description == "1Gbit")
-        #expect(Bandwidth(bitsPerSecond: 999_999_499).description == "999.999Mbit")
+    @Test("parsing is exact decimal arithmetic, not binary floating point")
+    func parseIsExact() throws {
+        #expect(try Bandwidth(parsing: "1.2345Mbit").bitsPerSecond == 1_234_500)
+        #expect(try Bandwidth(parsing: "0.1kbit").bitsPerSecond == 100)
+        #expect(try Bandwidth(parsing: "2.675kbit").bitsPerSecond == 2_675)
     }
 
     @Test("parse(format(x)) == x for values with at most three decimals in their unit")

@@ -51,7 +51,8 @@ struct LossRateTests {
         (0.0, "0%"),
         (10.0, "10%"),
         (12.345, "12.345%"),
-        (33.3333, "33.333%"),
+        (33.3333, "33.3333%"),
+        (0.0004, "0.0004%"),
     ])
     func formats(percent: Double, text: String) {
         #expect(LossRate(percent: percent).description == text)
@@ -61,6 +62,15 @@ struct LossRateTests {
     func roundTrip(percent: Double) throws {
         let loss = LossRate(percent: percent)
         #expect(try LossRate(parsing: loss.description) == loss)
+    }
+
+    @Test("parsing keeps every decimal up to ten, exactly")
+    func exact() throws {
+        #expect(try LossRate(parsing: "0.0004%").scaledPercent == 4_000_000)
+        #expect(try LossRate(parsing: "0.0000000001%").scaledPercent == 1)
+        #expect(try LossRate(parsing: "100%") == .total)
+        #expect(try LossRate(parsing: "0.0004%").description == "0.0004%")
+        #expect(unitError { () throws(UnitParseError) in try LossRate(parsing: "0.00000000001%") }?.message.contains("decimals") == true)
     }
 
     @Test("named values, fraction and order")

@@ -57,6 +57,12 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
         nextIndex += 1
     }
 
+    /// Removes the filters of one priority from a qdisc, as a daemon killed between creating
+    /// them would have left it.
+    public func removeFilters(on device: String, parent: TrafficControlHandle, priority: UInt16) {
+        lock.withLock { _devices[device]?.filters[parent]?.removeAll { $0.priority == priority } }
+    }
+
     public func removeDevice(_ name: String) {
         lock.withLock { _devices[name] = nil }
     }
@@ -153,20 +159,39 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
         var survey = KernelSurvey(target: target, interface: link(target.interface, in: devices), ifb: link(target.ifb, in: devices))
         if let interface = devices[target.interface] {
             survey.qdiscs = qdiscInfos(interface)
-            let ingressFilters = interface.filters[.ingress] ?? []
-            survey.ingressFilters = ingressFilters.enumerated().map { offset, filter in
-                var redirect: Int32?
-                if case .redirect(let name) = filter.target { redirect = devices[name]?.index }
-                return FilterInfo(
-                    priority: filter.priority, protocolType: filter.protocolType,
-                    handle: 0x8000_0800 + UInt32(offset), kind: "u32", classID: nil, redirectInterfaceIndex: redirect
-                )
-            }
+            survey.ingressFilters = filterInfos(interface, parent: .ingress, devices: devices)
+            survey.classes = classInfos(interface)
+            survey.rootFilters = filterInfos(interface, parent: ReservedHandles.root, devices: devices)
         }
         if let ifb = devices[target.ifb] {
             survey.ifbQdiscs = qdiscInfos(ifb)
+            survey.ifbClasses = classInfos(ifb)
+            survey.ifbRootFilters = filterInfos(ifb, parent: ReservedHandles.root, devices: devices)
         }
         return survey
+    }
+
+    /// The filters on `parent` as the kernel reports them: u32 nodes numbered in creation
+    /// order, with the keys as sent and the redirect target's index.
+    private func filterInfos(_ device: Device, parent: TrafficControlHandle, devices: [String: Device]) -> [FilterInfo] {
+        (device.filters[parent] ?? []).enumerated().map { offset, filter in
+            var redirect: Int32?
+            var classID: TrafficControlHandle?
+            switch filter.target {
+            case .redirect(let name): redirect = devices[name]?.index ?? 0
+            case .classify(let target): classID = target
+            }
+            let encoded = filter.encoded(redirectIndex: redirect)
+            return FilterInfo(
+                parent: parent, priority: filter.priority, protocolType: filter.protocolType,
+                handle: 0x8000_0800 + UInt32(offset), kind: "u32", classID: classID, redirectInterfaceIndex: redirect,
+                keys: encoded.wireKeys
+            )
+        }
+    }
+
+    private func classInfos(_ device: Device) -> [ClassInfo] {
+        device.classes.map { ClassInfo(handle: $0.classID, parent: $0.parent, kind: "htb") }
     }
 
     // MARK: Model

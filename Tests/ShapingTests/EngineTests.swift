@@ -18,7 +18,7 @@ struct EngineTests {
         #expect(kernel.qdisc(ReservedHandles.root, on: "eth0") != nil)
         #expect(kernel.qdisc(.ingress, on: "eth0") != nil)
         #expect(kernel.devices["lc-eth0"]?.kind == "ifb")
-        #expect(try engine.survey(Fixtures.target).isCompleteTree)
+        #expect(try engine.survey(Fixtures.target).isComplete(for: Fixtures.plan(Fixtures.slowNet)))
         try engine.remove(Fixtures.target)
         #expect(kernel.fullState == before)
     }
@@ -247,11 +247,11 @@ struct SurveyTests {
 
     @Test("An ingress qdisc is ours only when all its filters redirect to our IFB")
     func ingress() {
-        let redirect = FilterInfo(priority: 1, protocolType: .ipv4, handle: 0x8000_0800, kind: "u32", classID: nil, redirectInterfaceIndex: 9)
-        let table = FilterInfo(priority: 1, protocolType: .ipv4, handle: 0x8000_0000, kind: "u32", classID: nil, redirectInterfaceIndex: nil)
+        let redirect = FilterInfo(parent: .ingress, priority: 1, protocolType: .ipv4, handle: 0x8000_0800, kind: "u32", classID: nil, redirectInterfaceIndex: 9)
+        let table = FilterInfo(parent: .ingress, priority: 1, protocolType: .ipv4, handle: 0x8000_0000, kind: "u32", classID: nil, redirectInterfaceIndex: nil)
         let ingress = qdisc("ingress", .ingress, parent: .ingressParent)
         #expect(survey(ingress: ingress, ingressFilters: [table, redirect], ifb: ourIFB).ingress == .ours)
-        let elsewhere = FilterInfo(priority: 1, protocolType: .ipv4, handle: 0x8000_0801, kind: "u32", classID: nil, redirectInterfaceIndex: 4)
+        let elsewhere = FilterInfo(parent: .ingress, priority: 1, protocolType: .ipv4, handle: 0x8000_0801, kind: "u32", classID: nil, redirectInterfaceIndex: 4)
         #expect(survey(ingress: ingress, ingressFilters: [redirect, elsewhere], ifb: ourIFB).ingress != .ours)
         #expect(survey(ingress: ingress, ingressFilters: [redirect]).ingress != .ours)
         #expect(survey(ingress: qdisc("clsact", .ingress, parent: .ingressParent), ifb: ourIFB).ingress != .ours)
@@ -263,6 +263,35 @@ struct SurveyTests {
         #expect(survey(ingress: ingress).ingress != .ours)
         #expect(survey(ingress: ingress, ifb: ourIFB).ingress != .ours)
         #expect(survey(root: qdisc("htb", ReservedHandles.root, parent: .root), ingress: ingress, ifb: ourIFB).ingress == .ours)
+    }
+
+    @Test("A tree is complete only when every object and filter of the plan is there, and nothing else")
+    func completeness() throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let engine = ShapingEngine(kernel: kernel, logger: .quiet)
+        let plan = Fixtures.plan(Fixtures.slowNet)
+        try engine.apply(plan)
+        let full = try kernel.survey(Fixtures.target)
+        #expect(full.isComplete(for: plan))
+        #expect(full.deviations(from: plan).isEmpty)
+        #expect(!full.isComplete(for: Planner(exemptions: Exemptions(ports: [])).plan(Fixtures.slowNet, on: Fixtures.target)),
+                "a tree built with other exemptions is not the plan's")
+
+        for dropped in [ReservedHandles.IngressPriority.ipv4, ReservedHandles.IngressPriority.ipv6] {
+            var partial = full
+            partial.ingressFilters.removeAll { $0.priority == dropped }
+            #expect(!partial.isComplete(for: plan), "an ingress without its prio \(dropped) redirect is incomplete")
+            #expect(partial.deviations(from: plan).contains { $0.hasPrefix("- filter") && $0.contains("redirect") })
+        }
+        var noUplinkFilter = full
+        noUplinkFilter.rootFilters.removeLast()
+        #expect(!noUplinkFilter.isComplete(for: plan))
+        var noDownlinkClass = full
+        noDownlinkClass.ifbClasses.removeLast()
+        #expect(!noDownlinkClass.isComplete(for: plan))
+        var extraFilter = full
+        extraFilter.rootFilters.append(full.rootFilters[0])
+        #expect(extraFilter.deviations(from: plan).contains { $0.hasPrefix("+ filter") })
     }
 
     @Test("Teardown steps cover exactly what is ours")

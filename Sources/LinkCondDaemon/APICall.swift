@@ -1,0 +1,178 @@
+import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import NIOHTTP1
+
+/// A request understood: which endpoint, with its arguments checked. Parsing is pure, so that
+/// every hostile byte sequence can be thrown at it without a daemon (see `Fuzz/`).
+enum APICall: Sendable, Equatable {
+    case status
+    case profiles
+    case profile(name: String)
+    case history(limit: Int)
+    case activate(ActivateRequest, duration: LeaseDuration?)
+    case deactivate(force: Bool)
+    /// Hold a lease for as long as the connection stays open.
+    case hold(LeaseRequest, maximum: LeaseDuration?)
+    case releaseLease
+    case reload
+    case fault(FaultRequest)
+
+    /// The largest `limit` of `GET /v1/history`: the daemon keeps no more.
+    static let maximumHistoryLimit = ConditionHistory.kept
+
+    /// Whether the call changes anything, and so needs the requester to be authorized.
+    var changes: Bool {
+        switch self {
+        case .status, .profiles, .profile, .history: return false
+        default: return true
+        }
+    }
+
+    /// Parses a request; `faultInjection` serves the test hook (a daemon started with
+    /// `--enable-fault-injection`). Throws the 4xx the client gets.
+    static func parse(_ request: ControlRequest, faultInjection: Bool = false) throws(ControlError) -> APICall {
+        guard let query = request.query else {
+            throw .badRequest("malformed query string")
+        }
+        var path = request.path
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        switch path {
+        case APIPath.status:
+            try require(request, .GET)
+            return .status
+        case APIPath.profiles:
+            try require(request, .GET)
+            return .profiles
+        case APIPath.history:
+            try require(request, .GET)
+            guard let text = query["limit"] else { return .history(limit: 20) }
+            guard let limit = Int(text), (0...maximumHistoryLimit).contains(limit) else {
+                throw .badRequest("limit must be a whole number from 0 to \(maximumHistoryLimit)")
+            }
+            return .history(limit: limit)
+        case APIPath.condition:
+            try require(request, .PUT, .DELETE)
+            if request.method == .DELETE {
+                return .deactivate(force: try flag("force", in: query))
+            }
+            let activation = try decode(ActivateRequest.self, from: request.body)
+            return .activate(activation, duration: try leaseDuration(activation.for))
+        case APIPath.leases:
+            try require(request, .POST)
+            let lease = try decode(LeaseRequest.self, from: request.body)
+            return .hold(lease, maximum: try leaseDuration(lease.for))
+        case APIPath.lease:
+            try require(request, .DELETE)
+            return .releaseLease
+        case APIPath.reload:
+            try require(request, .POST)
+            return .reload
+        case APIPath.faultInjection where faultInjection:
+            try require(request, .PUT)
+            return .fault(request.body.isEmpty ? FaultRequest(failAtStep: nil) : try decode(FaultRequest.self, from: request.body))
+        case _ where path.hasPrefix(APIPath.profiles + "/"):
+            try require(request, .GET)
+            let encoded = path.dropFirst(APIPath.profiles.count + 1)
+            guard let name = APIPath.percentDecode(encoded), !name.isEmpty, !name.contains("/"), name.utf8.count <= 256 else {
+                throw .badRequest("malformed profile name in the path")
+            }
+            return .profile(name: name)
+        default:
+            throw ControlError(.notFound, code: "not-found", message: "no such endpoint: \(request.method) \(printable(request.path)); see docs/api.md")
+        }
+    }
+
+    private static func require(_ request: ControlRequest, _ methods: HTTPMethod...) throws(ControlError) {
+        guard methods.contains(request.method) else {
+            var error = ControlError(
+                .methodNotAllowed, code: "method-not-allowed",
+                message: "\(printable(request.path)) accepts \(methods.map(\.rawValue).joined(separator: ", ")), not \(request.method)"
+            )
+            error.allowedMethods = methods
+            throw error
+        }
+    }
+
+    /// `?force`, `?force=1`, `?force=true`; anything else for a flag is a mistake worth saying.
+    private static func flag(_ name: String, in query: [String: String]) throws(ControlError) -> Bool {
+        guard let value = query[name] else { return false }
+        switch value.lowercased() {
+        case "", "1", "true": return true
+        case "0", "false": return false
+        default: throw .badRequest("\(name) must be true or false, not '\(printable(value))'")
+        }
+    }
+
+    private static func leaseDuration(_ text: String?) throws(ControlError) -> LeaseDuration? {
+        do {
+            return try LeaseDuration.parse(text)
+        } catch {
+            throw .badRequest("lease duration \(error)")
+        }
+    }
+
+    /// Decodes a JSON object, refusing fields it does not know: a misspelt `"forse": true`
+    /// must not pass unnoticed.
+    static func decode<Value: Decodable & KnownFields>(_ type: Value.Type, from body: [UInt8]) throws(ControlError) -> Value {
+        guard !body.isEmpty else {
+            throw .badRequest("the request needs a JSON body, e.g. {\"profile\": \"Slow Net\"}")
+        }
+        let data = Data(body)
+        let decoder = JSONDecoder()
+        guard (try? decoder.decode(AnyJSON.self, from: data)) != nil else {
+            throw .badRequest("the request body is not valid JSON")
+        }
+        guard let fields = (try? decoder.decode([String: AnyJSON].self, from: data))?.keys else {
+            throw .badRequest("the request body must be a JSON object, e.g. {\"profile\": \"Slow Net\"}")
+        }
+        for field in fields.sorted() where !Value.knownFields.contains(field) {
+            throw .badRequest("unknown field '\(printable(field))' in the JSON body; known fields: \(Value.knownFields.joined(separator: ", "))")
+        }
+        do {
+            return try decoder.decode(type, from: data)
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw .badRequest("the JSON body lacks the field '\(key.stringValue)'")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw .badRequest("the JSON field '\(printable(field))' has the wrong type")
+        } catch {
+            throw .badRequest("the request body is not valid JSON")
+        }
+    }
+
+    /// Text from the request, safe to put in a message or a log line: control characters
+    /// escaped, and cut to a readable length.
+    static func printable(_ text: String, limit: Int = 120) -> String {
+        var shown = ""
+        for scalar in text.unicodeScalars.prefix(limit) {
+            shown += scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)
+        }
+        return text.unicodeScalars.count > limit ? shown + "..." : shown
+    }
+}
+
+/// Field names a request document accepts.
+protocol KnownFields {
+    static var knownFields: [String] { get }
+}
+
+extension ActivateRequest: KnownFields {
+    static var knownFields: [String] { ["profile", "for", "force", "replaceForeign"] }
+}
+
+extension LeaseRequest: KnownFields {
+    static var knownFields: [String] { ["profile", "for", "force", "replaceForeign"] }
+}
+
+extension FaultRequest: KnownFields {
+    static var knownFields: [String] { ["failAtStep", "fault"] }
+}
+
+/// Any JSON value, decoded only to learn an object's field names.
+private struct AnyJSON: Decodable {
+    init(from decoder: any Decoder) throws {}
+}

@@ -1,0 +1,90 @@
+import ControlAPI
+import NIOHTTP1
+import Profiles
+import Shaping
+
+/// An error the control API reports as it is: with its own HTTP status and a stable code.
+///
+/// Every error a request can meet conforms; anything else is a bug, answered with a 500.
+protocol ControlAPIError: Error {
+    var httpStatus: HTTPResponseStatus { get }
+    var errorCode: String { get }
+    var errorMessage: String { get }
+    /// Names that were probably meant, for `unknown-profile`.
+    var errorSuggestions: [String]? { get }
+    /// For 405: the methods the path does allow.
+    var allowedMethods: [HTTPMethod] { get }
+}
+
+extension ControlAPIError {
+    var errorSuggestions: [String]? { nil }
+    var allowedMethods: [HTTPMethod] { [] }
+
+    var reply: ControlReply {
+        var reply = ControlReply.json(ErrorResponse(code: errorCode, message: errorMessage, suggestions: errorSuggestions), status: httpStatus)
+        reply.allow = allowedMethods
+        return reply
+    }
+}
+
+extension ControlAPIError where Self: CustomStringConvertible {
+    var errorMessage: String { description }
+}
+
+/// A request the router itself refuses: malformed, not allowed, or for nothing it serves.
+struct ControlError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus
+    var errorCode: String
+    var errorMessage: String
+    var allowedMethods: [HTTPMethod] = []
+
+    init(_ status: HTTPResponseStatus, code: String, message: String) {
+        self.httpStatus = status
+        self.errorCode = code
+        self.errorMessage = message
+    }
+
+    static func badRequest(_ message: String) -> ControlError {
+        ControlError(.badRequest, code: "bad-request", message: message)
+    }
+}
+
+extension UnknownProfileError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .notFound }
+    var errorCode: String { "unknown-profile" }
+    var errorSuggestions: [String]? { suggestions }
+}
+
+extension LeaseConflictError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .conflict }
+    var errorCode: String { "lease-held" }
+}
+
+extension NoLeaseError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .conflict }
+    var errorCode: String { "no-lease" }
+}
+
+extension DaemonStoppingError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .serviceUnavailable }
+    var errorCode: String { "stopping" }
+}
+
+extension LeaseDurationError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .badRequest }
+    var errorCode: String { "bad-request" }
+    var errorMessage: String { "lease duration \(description)" }
+}
+
+extension ShapingError: ControlAPIError {
+    /// A conflict the user can resolve is a 409, a missing interface a 503, kernel trouble a 500.
+    var httpStatus: HTTPResponseStatus {
+        switch code {
+        case .foreignQdisc, .ifbNameTaken: return .conflict
+        case .interfaceMissing: return .serviceUnavailable
+        default: return .internalServerError
+        }
+    }
+
+    var errorCode: String { code.rawValue }
+}

@@ -1,0 +1,101 @@
+import Logging
+import Profiles
+import Shaping
+
+/// Brings one target's tc tree to a wanted profile, or to nothing, and knows what the kernel
+/// has now. Owned by the `Conditioner`, which calls it one change at a time.
+final class KernelConvergence {
+    let target: ShapingTarget
+    let planner: Planner
+    private let engine: ShapingEngine
+    private let logger: Logger
+    /// The plan the kernel has now, `nil` when linkcond has nothing on the target.
+    private(set) var applied: TrafficPlan?
+
+    /// How start-up found the kernel, for logs and history.
+    enum Recovery: Equatable {
+        /// Nothing to keep, nothing left.
+        case nothingToDo
+        /// Nothing to keep; an earlier daemon's tree was removed.
+        case removedLeftovers
+        /// The tree in the kernel was exactly the wanted one's: its values were rewritten.
+        case readopted
+        /// The tree was missing or incomplete; it was built anew (`deviations` says how it differed).
+        case rebuilt(deviations: [String])
+    }
+
+    init(target: ShapingTarget, planner: Planner, engine: sending ShapingEngine, logger: Logger) {
+        self.target = target
+        self.planner = planner
+        self.engine = engine
+        self.logger = logger
+    }
+
+    /// Builds, changes in place, or removes, so that the kernel has `profile`'s tree.
+    ///
+    /// On failure the kernel is back where it was (the engine rolls back) and the error says why.
+    func converge(to profile: Profile?, replacingForeign: Bool = false) throws(ShapingError) {
+        guard let profile else {
+            if applied != nil {
+                try engine.remove(target)
+                applied = nil
+            }
+            return
+        }
+        let plan = planner.plan(profile, on: target)
+        guard let current = applied else {
+            try engine.apply(plan, replacingForeign: replacingForeign)
+            applied = plan
+            return
+        }
+        do {
+            try engine.change(from: current, to: plan)
+        } catch {
+            guard try treeIsMissing(current, after: error) else { throw error }
+            logger.warning("linkcond's tree on \(target.interface) was changed behind its back; rebuilding it")
+            try engine.remove(target)
+            try engine.apply(plan, replacingForeign: replacingForeign)
+        }
+        applied = plan
+    }
+
+    /// Start-up: re-adopts a tree that is exactly `profile`'s (rewriting its values, which a
+    /// daemon killed halfway through a switch may have left mixed), and rebuilds or removes
+    /// anything less.
+    func recover(to profile: Profile?) throws(ShapingError) -> Recovery {
+        let survey = try engine.survey(target)
+        guard let profile else {
+            guard survey.hasLinkcondObjects else { return .nothingToDo }
+            try engine.remove(target)
+            return .removedLeftovers
+        }
+        let plan = planner.plan(profile, on: target)
+        if survey.isComplete(for: plan) {
+            do {
+                try engine.rewrite(plan)
+                applied = plan
+                return .readopted
+            } catch {
+                logger.warning("startup: cannot re-adopt the tree on \(target.interface) (\(error.message)); rebuilding it")
+            }
+        }
+        let deviations = survey.hasLinkcondObjects ? survey.deviations(from: plan) : []
+        try engine.remove(target)
+        try engine.apply(plan)
+        applied = plan
+        return .rebuilt(deviations: deviations)
+    }
+
+    /// Removes every linkcond object from the target, whatever this daemon believes it applied.
+    func removeAll() throws(ShapingError) {
+        applied = nil
+        try engine.remove(target)
+    }
+
+    /// Whether a failed switch failed because the tree is no longer what was applied (deleted
+    /// by hand, or the interface was recreated), which a rebuild can fix.
+    private func treeIsMissing(_ plan: TrafficPlan, after error: ShapingError) throws(ShapingError) -> Bool {
+        guard error.netlink?.code == .notFound || error.netlink?.code == .noSuchDevice else { return false }
+        return try !engine.survey(target).isComplete(for: plan)
+    }
+}

@@ -1,0 +1,149 @@
+import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Profiles
+
+/// What the daemon wants in force, written before every change so that a daemon killed at any
+/// moment can be followed by one that finishes the job or undoes it.
+///
+/// Profiles are stored with their values in base units (bit/s, µs, loss in 10⁻¹⁰ %), never as
+/// display text: a restarted daemon applies bit-identical kernel values, even if the profile
+/// file changed meanwhile.
+struct PersistedState: Codable, Equatable {
+    static let currentVersion = 2
+
+    struct StoredDirection: Codable, Equatable {
+        var bandwidthBitsPerSecond: UInt64?
+        var delayMicroseconds: UInt64
+        var jitterMicroseconds: UInt64
+        var lossScaledPercent: UInt64
+    }
+
+    struct StoredProfile: Codable, Equatable {
+        var name: String
+        var description: String
+        var file: String
+        var stem: String
+        var downlink: StoredDirection
+        var uplink: StoredDirection
+        var dnsDelayMicroseconds: UInt64
+    }
+
+    struct StoredLease: Codable, Equatable {
+        var profile: StoredProfile
+        var holder: HolderDocument
+        var since: Date
+        var expires: Date?
+        var clientBound: Bool
+    }
+
+    var version = Self.currentVersion
+    var interface: String
+    /// The condition without any lease; `nil` is off.
+    var baseline: StoredProfile?
+    var baselineSince: Date
+    var lease: StoredLease?
+}
+
+/// A stored value that cannot be a profile: out of range, or from a newer daemon.
+struct StoredProfileError: Error, CustomStringConvertible {
+    var field: String
+    var description: String { "the state file's \(field) is out of range" }
+}
+
+extension PersistedState.StoredDirection {
+    init(_ conditions: LinkConditions) {
+        self.init(
+            bandwidthBitsPerSecond: conditions.bandwidth?.bitsPerSecond,
+            delayMicroseconds: conditions.delay.microseconds,
+            jitterMicroseconds: conditions.jitter.microseconds,
+            lossScaledPercent: conditions.loss.scaledPercent
+        )
+    }
+
+    /// The values back, checked as strictly as a profile file's: a corrupted file is refused,
+    /// never trusted.
+    func conditions(field: String) throws(StoredProfileError) -> LinkConditions {
+        if let bits = bandwidthBitsPerSecond, !(8...Bandwidth.maximum.bitsPerSecond).contains(bits) {
+            throw StoredProfileError(field: "\(field).bandwidth")
+        }
+        guard delayMicroseconds <= Delay.maximum.microseconds else { throw StoredProfileError(field: "\(field).delay") }
+        guard jitterMicroseconds <= delayMicroseconds else { throw StoredProfileError(field: "\(field).jitter") }
+        guard lossScaledPercent <= LossRate.total.scaledPercent else { throw StoredProfileError(field: "\(field).loss") }
+        return LinkConditions(
+            bandwidth: bandwidthBitsPerSecond.map(Bandwidth.init(bitsPerSecond:)),
+            delay: Delay(microseconds: delayMicroseconds),
+            jitter: Delay(microseconds: jitterMicroseconds),
+            loss: LossRate(scaledPercent: lossScaledPercent)
+        )
+    }
+}
+
+extension PersistedState.StoredProfile {
+    init(_ entry: CatalogEntry) {
+        let profile = entry.profile
+        self.init(
+            name: profile.name, description: profile.description, file: entry.file, stem: entry.stem,
+            downlink: .init(profile.downlink), uplink: .init(profile.uplink),
+            dnsDelayMicroseconds: profile.dnsDelay.microseconds
+        )
+    }
+
+    /// The entry back, or an error naming the field that is out of range.
+    func entry() throws(StoredProfileError) -> CatalogEntry {
+        guard dnsDelayMicroseconds <= Delay.maximum.microseconds else { throw StoredProfileError(field: "dnsDelay") }
+        let profile = Profile(
+            name: name, description: description,
+            downlink: try downlink.conditions(field: "downlink"),
+            uplink: try uplink.conditions(field: "uplink"),
+            dnsDelay: Delay(microseconds: dnsDelayMicroseconds)
+        )
+        return CatalogEntry(profile: profile, file: file, stem: stem)
+    }
+}
+
+/// Reads and atomically replaces the state file.
+struct StateStore: Sendable {
+    let url: URL
+
+    init(directory: String, interface: String) {
+        self.url = URL(fileURLWithPath: directory).appendingPathComponent("\(interface).state.json")
+    }
+
+    /// The state, or `nil` when there is none or it cannot be read (then the daemon starts
+    /// from "off" and removes whatever tree it finds).
+    func load() -> PersistedState? {
+        guard let data = try? Data(contentsOf: url) else { return nil }
+        return Self.decode(data)
+    }
+
+    /// Decodes a state file's bytes: never traps, whatever they are.
+    static func decode(_ data: Data) -> PersistedState? {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        guard let state = try? decoder.decode(PersistedState.self, from: data),
+              state.version == PersistedState.currentVersion
+        else { return nil }
+        return state
+    }
+
+    static func encode(_ state: PersistedState) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return try encoder.encode(state)
+    }
+
+    /// Write-then-rename: a reader (or a daemon killed mid-write) sees the old file or the new one.
+    func save(_ state: PersistedState) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Self.encode(state).write(to: url, options: .atomic)
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: url)
+    }
+}
