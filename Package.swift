@@ -28,6 +28,9 @@ let package = Package(
             pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]
         ),
+        // Starting `linkcond run`'s command with every signal at its default, and a signal
+        // handler that passes signals on to it: what must be C.
+        .target(name: "CChildProcess"),
         // Safe Swift over libnl. Knows nothing of profiles.
         .target(name: "Netlink", dependencies: ["CNetlink"]),
         // Profile model in human units, YAML decoding, validation, the catalog.
@@ -89,7 +92,7 @@ let package = Package(
         .executableTarget(
             name: "linkcond",
             dependencies: [
-                "ControlClient", "ControlAPI",
+                "ControlClient", "ControlAPI", "CChildProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

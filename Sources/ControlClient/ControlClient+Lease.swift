@@ -1,62 +1,131 @@
 import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
+
+/// How a lease held by `withLease` ended, as far as the client could tell.
+public enum LeaseOutcome: Sendable, Equatable {
+    /// The daemon said it ended, and why: released when the body returned, or earlier by
+    /// expiry, take-over or the daemon stopping.
+    case ended(LeaseEvent)
+    /// The connection broke, or the daemon went quiet, before it said the lease ended: it
+    /// crashed or was killed. A restarted daemon does not restore such a lease.
+    case connectionLost(String)
+}
 
 extension ControlClient {
+    /// How long to wait for the daemon's last word after `body` returns.
+    static let leaseGoodbyeTimeout = Duration.seconds(5)
+
     /// Holds a profile while `body` runs: the lease lives as long as this connection, so it ends
     /// when `body` returns, and also when this process dies. `interrupted` hears about an end
-    /// the client did not cause (expiry, take-over, daemon shutdown) while `body` still runs.
+    /// the client did not cause (expiry, take-over, daemon stop) or a lost connection, while
+    /// `body` still runs.
     ///
-    /// Returns what `body` returned and the daemon's last word on the lease (`nil` if the
-    /// connection was lost).
+    /// Throws only if the lease never began; once it has, whatever happens to the daemon,
+    /// `body` runs to its end and its result comes back with the outcome.
     public func withLease<Result: Sendable>(
         _ lease: LeaseRequest,
-        interrupted: @escaping @Sendable (LeaseEvent) -> Void,
+        interrupted: @escaping @Sendable (LeaseOutcome) -> Void,
         body: (StatusResponse) async throws -> Result
-    ) async throws -> (Result, LeaseEvent?) {
+    ) async throws -> (Result, LeaseOutcome) {
         let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
         do {
             channel = try await connect(halfClosure: true)
         } catch {
             throw connectionError(error)
         }
-        return try await channel.executeThenClose { inbound, outbound in
-            let payload = try JSONEncoder().encode(lease)
-            try await outbound.write(contentsOf: Self.requestParts(.POST, APIPath.leases, payload: payload, closing: false))
+        let outcome = OutcomeBox()
+        var result: Result?
+        do {
+            try await channel.executeThenClose { inbound, outbound in
+                let payload = try JSONEncoder().encode(lease)
+                try await outbound.write(contentsOf: Self.requestParts(.POST, APIPath.leases, payload: payload, closing: false))
 
-            let (items, continuation) = AsyncThrowingStream<LeaseStreamItem, any Error>.makeStream()
-            return try await withThrowingTaskGroup(of: Void.self) { readers in
-                readers.addTask { try await Self.read(inbound, into: continuation) }
-                var iterator = items.makeAsyncIterator()
-                let active = try await Self.firstEvent(from: &iterator)
-
-                // Later lines arrive while `body` runs; the last one matters after it returns.
-                let lastWord = LastWord()
-                readers.addTask {
-                    while let item = try await iterator.next() {
-                        guard case .event(let event) = item else { continue }
-                        await lastWord.set(event)
-                        if event.event == .ended, event.reason != .released {
-                            interrupted(event)
+                let (items, continuation) = AsyncStream<LeaseStreamItem>.makeStream()
+                let (started, start) = AsyncStream<Swift.Result<LeaseEvent, ControlClientError>>.makeStream()
+                try await withThrowingTaskGroup(of: Void.self) { readers in
+                    readers.addTask { await Self.read(inbound, into: continuation) }
+                    // One task reads the daemon's lines for the lease's whole life: the `active`
+                    // line first, then the last word, which may come while `body` runs.
+                    let watcher = Task {
+                        var iterator = items.makeAsyncIterator()
+                        do {
+                            start.yield(.success(try await Self.firstEvent(from: &iterator)))
+                        } catch let error as ControlClientError {
+                            start.yield(.failure(error))
+                            return
+                        } catch {
+                            return
+                        }
+                        start.finish()
+                        while let item = await iterator.next() {
+                            let heard: LeaseOutcome
+                            switch item {
+                            case .event(let event) where event.event == .ended: heard = .ended(event)
+                            case .lost(let reason): heard = .connectionLost(reason)
+                            default: continue
+                            }
+                            let first = outcome.value.withLock { current in
+                                defer { if current == nil { current = heard } }
+                                return current == nil
+                            }
+                            guard first else { continue }
+                            if case .ended(let event) = heard, event.reason == .released { continue }
+                            interrupted(heard)
                         }
                     }
+                    var startedIterator = started.makeAsyncIterator()
+                    guard let first = await startedIterator.next() else {
+                        throw ControlClientError(code: .badResponse, message: "linkcondd closed the lease connection before the lease began")
+                    }
+                    let active = try first.get()
+                    result = try await body(active.status)
+                    // Half-close: the daemon ends the lease, answers with a last line and hangs up.
+                    outbound.finish()
+                    let said = await Self.waitUntil(watcher, timeout: Self.leaseGoodbyeTimeout)
+                    if !said {
+                        watcher.cancel()
+                        readers.cancelAll()
+                    }
                 }
-                let result = try await body(active.status)
-                // Half-close: the daemon ends the lease, answers with a last line and hangs up.
-                outbound.finish()
-                try await readers.waitForAll()
-                return (result, await lastWord.event)
             }
+        } catch let error as ControlClientError where result == nil {
+            throw error
+        } catch where result == nil {
+            throw connectionError(error)
+        } catch {
+            outcome.value.withLock { if $0 == nil { $0 = .connectionLost("\(error)") } }
+        }
+        guard let result else {
+            throw ControlClientError(code: .badResponse, message: "linkcondd closed the lease connection before the lease began")
+        }
+        let final = outcome.value.withLock { $0 } ?? .connectionLost("linkcondd did not confirm the end of the lease within \(Self.leaseGoodbyeTimeout)")
+        return (result, final)
+    }
+
+    /// Whether `task` finished within `timeout`.
+    private static func waitUntil(_ task: Task<Void, Never>, timeout: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await task.value; return true }
+            group.addTask { try? await Task.sleep(for: timeout); return false }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
         }
     }
 
     /// The `active` line, or the daemon's refusal as a `ControlClientError`.
-    private static func firstEvent(from iterator: inout AsyncThrowingStream<LeaseStreamItem, any Error>.AsyncIterator) async throws -> LeaseEvent {
+    private static func firstEvent(from iterator: inout AsyncStream<LeaseStreamItem>.AsyncIterator) async throws(ControlClientError) -> LeaseEvent {
         var status = 0
         var errorBody = Data()
-        while let item = try await iterator.next() {
+        while let item = await iterator.next() {
             switch item {
             case .head(let code):
                 status = code
@@ -66,6 +135,9 @@ extension ControlClient {
                 continue
             case .errorBody(let data):
                 errorBody.append(data)
+            case .lost(let reason):
+                if let refusal = refusal(status: status, body: errorBody) { throw refusal }
+                throw ControlClientError(code: .badResponse, message: "the connection to linkcondd broke before the lease began: \(reason)")
             }
         }
         if let refusal = refusal(status: status, body: errorBody) {
@@ -74,11 +146,12 @@ extension ControlClient {
         throw ControlClientError(code: .badResponse, message: "linkcondd closed the lease connection before the lease began (status \(status))")
     }
 
-    /// Splits the response into its status and newline-delimited events.
+    /// Splits the response into its status and newline-delimited events; a broken connection
+    /// becomes an item too, never an error.
     private static func read(
         _ inbound: NIOAsyncChannelInboundStream<HTTPClientResponsePart>,
-        into continuation: AsyncThrowingStream<LeaseStreamItem, any Error>.Continuation
-    ) async throws {
+        into continuation: AsyncStream<LeaseStreamItem>.Continuation
+    ) async {
         var pending = Data()
         var ok = false
         let decoder = JSONDecoder()
@@ -107,24 +180,23 @@ extension ControlClient {
                     return
                 }
             }
-            continuation.finish()
+            continuation.yield(.lost("linkcondd closed the connection"))
         } catch {
-            continuation.finish(throwing: error)
+            continuation.yield(.lost("\(error)"))
         }
+        continuation.finish()
     }
+}
+
+/// The first outcome heard, shared between the reading task and the caller.
+private final class OutcomeBox: Sendable {
+    let value = Mutex<LeaseOutcome?>(nil)
 }
 
 enum LeaseStreamItem: Sendable {
     case head(Int)
     case event(LeaseEvent)
     case errorBody(Data)
-}
-
-/// The latest event seen, shared between the reader and the caller.
-private actor LastWord {
-    var event: LeaseEvent?
-
-    func set(_ event: LeaseEvent) {
-        self.event = event
-    }
+    /// The connection ended without the response's end.
+    case lost(String)
 }

@@ -1,10 +1,16 @@
 import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// Talks to `linkcondd` over its Unix socket: one HTTP/1.1 request per connection.
+/// Talks to `linkcondd` over its Unix socket. Each call below makes one connection for one
+/// request; `withConnection` keeps one open for many.
 public struct ControlClient: Sendable {
     public var socketPath: String
 
@@ -37,6 +43,11 @@ public struct ControlClient: Sendable {
         try await request(.DELETE, APIPath.condition + (force ? "?force=1" : ""))
     }
 
+    /// Ends the caller's own lease early; the baseline comes back.
+    public func releaseLease() async throws(ControlClientError) -> StatusResponse {
+        try await request(.DELETE, APIPath.lease)
+    }
+
     public func reload() async throws(ControlClientError) -> ReloadResponse {
         try await request(.POST, APIPath.reload)
     }
@@ -45,39 +56,13 @@ public struct ControlClient: Sendable {
         try await request(.GET, APIPath.history + "?limit=\(limit)")
     }
 
-    /// Sends one request and decodes the answer, or the daemon's error document.
-    func request<Response: Decodable>(
-        _ method: HTTPMethod, _ path: String, body: (some Encodable)? = Optional<ActivateRequest>.none
+    /// One request on a connection of its own.
+    func request<Response: Decodable & Sendable>(
+        _ method: HTTPMethod, _ path: String, body: (some Encodable & Sendable)? = Optional<ActivateRequest>.none
     ) async throws(ControlClientError) -> Response {
-        let payload = body.flatMap { try? JSONEncoder().encode($0) }
-        let (status, data) = try await exchange(method, path, payload: payload)
-        let decoder = JSONDecoder()
-        guard (200..<300).contains(status) else {
-            throw Self.refusal(status: status, body: data)
-                ?? ControlClientError(code: .badResponse, message: "linkcondd answered \(status) without an error document", status: status)
-        }
         do {
-            return try decoder.decode(Response.self, from: data)
-        } catch {
-            throw ControlClientError(code: .badResponse, message: "cannot read linkcondd's answer to \(method) \(path): \(error)")
-        }
-    }
-
-    func exchange(_ method: HTTPMethod, _ path: String, payload: Data?) async throws(ControlClientError) -> (Int, Data) {
-        do {
-            let channel = try await connect(halfClosure: false)
-            return try await channel.executeThenClose { inbound, outbound in
-                try await outbound.write(contentsOf: Self.requestParts(method, path, payload: payload, closing: true))
-                var status = 0
-                var body = ByteBuffer()
-                for try await part in inbound {
-                    switch part {
-                    case .head(let head): status = Int(head.status.code)
-                    case .body(var chunk): body.writeBuffer(&chunk)
-                    case .end: return (status, Data(body.readableBytesView))
-                    }
-                }
-                throw ControlClientError(code: .badResponse, message: "linkcondd closed the connection before answering")
+            return try await withConnection { connection in
+                try await connection.request(method, path, body: body) as Response
             }
         } catch let error as ControlClientError {
             throw error
@@ -124,7 +109,8 @@ public struct ControlClient: Sendable {
         return ControlClientError(code: .api, message: document.error.message, status: status, apiError: document.error)
     }
 
-    func connectionError(_ error: Error) -> ControlClientError {
+    func connectionError(_ error: any Error) -> ControlClientError {
+        if let error = error as? ControlClientError { return error }
         let errnoCode = (error as? IOError)?.errnoCode
             ?? ((error as? NIOConnectionError)?.connectionErrors.first?.error as? IOError)?.errnoCode
         switch errnoCode {

@@ -144,3 +144,21 @@ func validateDuration(_ text: String?) throws {
         throw ValidationError("--for \(error)")
     }
 }
+
+struct Release: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "End your own lease early (one set with 'activate --for'); the condition from before it comes back."
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+    @Flag(help: "Print the daemon's JSON answer.") var json = false
+
+    func run() async throws {
+        let client = connection.client
+        let status = try await withDaemon { () async throws(ControlClientError) in try await client.releaseLease() }
+        if json {
+            return try printJSON(status)
+        }
+        print(Format.status(status))
+    }
+}

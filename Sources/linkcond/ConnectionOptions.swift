@@ -1,6 +1,10 @@
 import ArgumentParser
 import ControlClient
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `--socket`, accepted before or after the subcommand, with `LINKCOND_SOCKET` as fallback.
 struct ConnectionOptions: ParsableArguments {

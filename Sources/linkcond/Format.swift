@@ -1,4 +1,5 @@
 import ControlAPI
+import ControlClient
 
 /// Human-readable renderings of the API's documents.
 enum Format {
@@ -27,13 +28,17 @@ enum Format {
         return line
     }
 
-    /// A lease of `linkcond run` that ended while the command still ran.
-    static func leaseInterruption(_ event: LeaseEvent) -> String {
+    /// A lease of `linkcond run` that ended while the command still ran, or whose end the
+    /// daemon never confirmed.
+    static func leaseInterruption(_ outcome: LeaseOutcome) -> String {
+        guard case .ended(let event) = outcome else {
+            return "lost the connection to linkcondd (did it crash?); the lease is gone with it, so a restarted daemon restores the previous condition; check 'linkcond status'"
+        }
         let now = event.status.profile?.name ?? "off"
         switch event.reason {
         case .expired: return "the --for limit passed; the condition is back to \(now) while the command still runs"
         case .takenOver: return "\(event.by.map(\.description) ?? "another client") took over the condition (now \(now)); the command still runs"
-        case .shutdown: return "linkcondd is stopping; shaping is off while the command still runs"
+        case .shutdown: return "linkcondd stopped and removed all shaping; the command still runs unshaped"
         case .released, .none: return "the lease ended; the condition is \(now)"
         }
     }

@@ -1,6 +1,11 @@
 import ArgumentParser
 import ControlClient
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 
 @main
 struct LinkCond: AsyncParsableCommand {
@@ -12,7 +17,7 @@ struct LinkCond: AsyncParsableCommand {
             Changing the condition needs root or membership in linkcondd's group (linkcond by default);
             everyone may read the status.
             """,
-        subcommands: [List.self, Show.self, Activate.self, Off.self, Status.self, Run.self, History.self, Reload.self]
+        subcommands: [List.self, Show.self, Activate.self, Off.self, Release.self, Status.self, Run.self, History.self, Reload.self]
     )
 
     @OptionGroup var connection: ConnectionOptions
@@ -27,9 +32,15 @@ func withDaemon<Result>(_ body: () async throws(ControlClientError) -> Result) a
         if let suggestions = error.apiError?.suggestions, !suggestions.isEmpty, !message.contains(suggestions[0]) {
             message += " (did you mean " + suggestions.joined(separator: " or ") + "?)"
         }
-        FileHandle.standardError.write(Data("linkcond: \(message)\n".utf8))
+        warn(message)
         throw ExitCode.failure
     }
+}
+
+/// One line on stderr, `linkcond: ...`, in a single write.
+func warn(_ message: String) {
+    let line = Array("linkcond: \(message)\n".utf8)
+    _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
 }
 
 /// Pretty, stable JSON for `--json`.

@@ -1,18 +1,27 @@
 import ArgumentParser
 import ControlAPI
 import ControlClient
-import Foundation
-import Glibc
+import Synchronization
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a command under a profile, then restore the previous condition.",
         discussion: """
-            The profile holds while the command runs and ends when it exits, whatever its exit \
-            status, which linkcond passes through. It also ends if linkcond itself is killed: the \
-            daemon sees the connection close. Example: linkcond run --profile "Slow Net" -- npm test
+            The profile holds while the command runs and ends when it exits, and also if linkcond \
+            itself is killed: the daemon sees the connection close. The command runs in the \
+            foreground as a shell would run it (same process group and terminal, default signal \
+            dispositions); signals sent to linkcond are passed on to it. Exit status: the \
+            command's own (128 + N if signal N ended it), whatever happens to the daemon \
+            meanwhile; 125 if linkcond itself failed, so the command did not run; 126 if the \
+            command could not be started; 127 if it was not found. \
+            Example: linkcond run --profile "Slow Net" -- npm test
             """
     )
+
+    /// Exit statuses of `run` that are linkcond's own, as `env`, `timeout` and `docker run` use them.
+    enum Status {
+        static let linkcondFailed: Int32 = 125
+    }
 
     @OptionGroup var connection: ConnectionOptions
     @Option(help: "Display name or file name of the profile.") var profile: String
@@ -38,28 +47,29 @@ struct Run: AsyncParsableCommand {
         let client = connection.client
         let request = LeaseRequest(profile: profile, for: duration, force: force ? true : nil, replaceForeign: replaceForeign ? true : nil)
         let arguments = self.arguments
-        let outcome: (Int32, LeaseEvent?)
+        let told = Atomic<Bool>(false)
+        let outcome: (Int32, LeaseOutcome)
         do {
-            outcome = try await client.withLease(request, interrupted: { event in
-                warn(Format.leaseInterruption(event))
+            outcome = try await client.withLease(request, interrupted: { heard in
+                told.store(true, ordering: .relaxed)
+                warn(Format.leaseInterruption(heard))
             }) { status in
                 warn("\(status.profile?.name ?? profile) on \(status.interface) while \(arguments[0]) runs")
                 return try await ChildProcess.run(arguments)
             }
         } catch let error as ControlClientError {
-            warn(error.message)
-            throw ExitCode.failure
+            warn("\(error.message); \(arguments[0]) did not run")
+            throw ExitCode(Status.linkcondFailed)
         } catch let error as ChildProcess.LaunchError {
             warn(error.description)
-            throw ExitCode(127)
+            throw ExitCode(error.exitStatus)
+        } catch {
+            warn("\(error); \(arguments[0]) did not run")
+            throw ExitCode(Status.linkcondFailed)
         }
-        if outcome.1 == nil {
-            warn("lost the connection to linkcondd before it confirmed the end of the lease; check 'linkcond status'")
+        if case .connectionLost = outcome.1, !told.load(ordering: .relaxed) {
+            warn(Format.leaseInterruption(outcome.1))
         }
         throw ExitCode(outcome.0)
     }
-}
-
-func warn(_ message: String) {
-    FileHandle.standardError.write(Data("linkcond: \(message)\n".utf8))
 }

@@ -37,9 +37,21 @@ struct ArgumentTests {
         #expect(command.replaceForeign)
     }
 
-    @Test("Every subcommand is reachable", arguments: ["list", "show", "activate", "off", "status"])
-    func subcommands(name: String) throws {
+    @Test("Every subcommand is reachable by its name", arguments: [
+        ("list", List.self), ("show", Show.self), ("activate", Activate.self), ("off", Off.self), ("status", Status.self),
+        ("history", History.self), ("reload", Reload.self), ("release", Release.self),
+    ] as [(String, any ParsableCommand.Type)])
+    func subcommands(name: String, type: any ParsableCommand.Type) throws {
         let arguments = ["show", "activate"].contains(name) ? [name, "x"] : [name]
-        _ = try LinkCond.parseAsRoot(arguments)
+        let command = try LinkCond.parseAsRoot(arguments)
+        #expect(Swift.type(of: command) == type)
+    }
+
+    @Test("run takes the command after --, keeping its own options")
+    func runCommand() throws {
+        let command = try #require(try LinkCond.parseAsRoot(["run", "--profile", "Slow Net", "--", "npm", "test", "--", "-v"]) as? Run)
+        #expect(command.profile == "Slow Net")
+        #expect(command.arguments == ["npm", "test", "--", "-v"])
+        #expect(throws: (any Error).self) { try LinkCond.parseAsRoot(["run", "--profile", "Slow Net"]) }
     }
 }

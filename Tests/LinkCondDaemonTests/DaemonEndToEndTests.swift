@@ -86,8 +86,11 @@ struct DaemonEndToEndTests {
                 return try await client.status()
             }
             #expect(inside.profile?.name == "Slow Net")
-            #expect(last?.event == .ended)
-            #expect(last?.reason == .released)
+            guard case .ended(let event) = last else {
+                Issue.record("the daemon did not confirm the end: \(last)")
+                return
+            }
+            #expect(event.reason == .released)
             #expect(try await client.status().active == false)
         }
     }
@@ -112,12 +115,12 @@ struct DaemonEndToEndTests {
     @Test("A lease's client hears when the lease expires under it")
     func leaseExpires() async throws {
         try await withDaemon(kernel: FakeKernel(interfaces: ["eth0"])) { client, _ in
-            let heard = EventBox()
+            let heard = OutcomeBox()
             let (_, last) = try await client.withLease(LeaseRequest(profile: "Slow Net", for: "200ms"), interrupted: { heard.add($0) }) { _ in
                 try await Task.sleep(for: .milliseconds(700))
             }
-            #expect(heard.all.map(\.reason) == [.expired])
-            #expect(last?.reason == .expired)
+            #expect(heard.reasons == [.expired])
+            #expect(OutcomeBox.reason(last) == .expired)
         }
     }
 
@@ -148,6 +151,62 @@ struct DaemonEndToEndTests {
         try await withDaemon(kernel: FakeKernel(interfaces: ["eth0"])) { _, socketPath in
             #expect(throws: DaemonError.self) { try SocketFile.prepare(path: socketPath) }
         }
+    }
+
+    @Test("A daemon that stops while a command runs under a lease: the client hears why, and the command's result comes back")
+    func stopDuringLease() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let pristine = kernel.fullState
+        let heard = OutcomeBox()
+        let socketPath = TestDaemon.socketPath()
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "name: Slow Net\nuplink: { delay: 100ms }\n".write(to: directory.appendingPathComponent("slow-net.yaml"), atomically: true, encoding: .utf8)
+        let historyFile = directory.appendingPathComponent("history.jsonl")
+        let daemon = try await LinkCondDaemon(
+            configuration: DaemonConfiguration(
+                interface: "eth0", socket: .path(socketPath), profileDirectories: [directory.path], exemptions: .default,
+                stateDirectory: directory.appendingPathComponent("run").path, historyFile: historyFile.path
+            ),
+            kernel: kernel, group: MultiThreadedEventLoopGroup.singleton, logger: .quiet
+        )
+        let group = ServiceGroup(services: [daemon], logger: .quiet)
+        let client = ControlClient(socketPath: socketPath)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            try await eventually { (try? await client.status()) != nil }
+            let (result, outcome) = try await client.withLease(LeaseRequest(profile: "Slow Net"), interrupted: { heard.add($0) }) { _ in
+                await group.triggerGracefulShutdown()
+                try await Task.sleep(for: .milliseconds(500))
+                return 42
+            }
+            #expect(result == 42)
+            #expect(heard.reasons == [.shutdown])
+            #expect(OutcomeBox.reason(outcome) == .shutdown)
+            try await tasks.waitForAll()
+        }
+        #expect(kernel.fullState == pristine)
+        let history = try String(contentsOf: historyFile, encoding: .utf8).split(separator: "\n")
+        #expect(history.last?.contains("\"reason\":\"shutdown\"") == true)
+        #expect(!history.contains { $0.contains("client closed its connection") })
+    }
+
+    @Test("A daemon that vanishes mid-lease: the command's result still comes back, with the loss")
+    func daemonVanishes() async throws {
+        let socketPath = TestDaemon.socketPath()
+        let server = try VanishingServer(path: socketPath)
+        let heard = OutcomeBox()
+        let (result, outcome) = try await ControlClient(socketPath: socketPath).withLease(LeaseRequest(profile: "Slow Net"), interrupted: { heard.add($0) }) { _ in
+            server.vanish()
+            try await Task.sleep(for: .milliseconds(300))
+            return 7
+        }
+        #expect(result == 7)
+        guard case .connectionLost = outcome else {
+            Issue.record("expected a lost connection, got \(outcome)")
+            return
+        }
+        #expect(heard.count == 1)
     }
 
     @Test("The daemon refuses to start on a missing interface")
@@ -185,6 +244,56 @@ struct DaemonEndToEndTests {
         let error = await #expect(throws: ControlClientError.self) { try await ControlClient(socketPath: path).status() }
         #expect(error?.code == .daemonNotRunning)
         #expect(error?.message.contains(path) == true)
+    }
+}
+
+/// Collects what a lease's client heard.
+final class OutcomeBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var outcomes: [LeaseOutcome] = []
+
+    func add(_ outcome: LeaseOutcome) { lock.withLock { outcomes.append(outcome) } }
+    var count: Int { lock.withLock { outcomes.count } }
+    var reasons: [LeaseEvent.EndReason?] { lock.withLock { outcomes.map(Self.reason) } }
+
+    static func reason(_ outcome: LeaseOutcome) -> LeaseEvent.EndReason? {
+        if case .ended(let event) = outcome { return event.reason }
+        return nil
+    }
+}
+
+/// Answers one lease request as the daemon would, then drops the connection without a word:
+/// a daemon killed with SIGKILL.
+final class VanishingServer: @unchecked Sendable {
+    private let listener: Int32
+    private var connection: Int32 = -1
+
+    init(path: String) throws {
+        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            _ = path.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRINUSE) }
+        Thread.detachNewThread { [self] in
+            connection = accept(listener, nil, nil)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            _ = read(connection, &buffer, buffer.count)
+            let status = #"{"active":true,"exemptions":[],"ifb":"lc-eth0","interface":"eth0","since":"2026-01-01T00:00:00Z"}"#
+            let line = #"{"event":"active","status":"# + status + "}\n"
+            let chunk = String(line.utf8.count, radix: 16) + "\r\n" + line + "\r\n"
+            let response = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk
+            _ = response.withCString { write(connection, $0, strlen($0)) }
+        }
+    }
+
+    func vanish() {
+        close(connection)
+        close(listener)
     }
 }
 

@@ -103,9 +103,13 @@ struct PlannerTests {
         #expect(last.protocolType == .ipv6)
         #expect(last.target == .classify(ReservedHandles.bulkClass))
         for protocolType in [EthernetProtocol.ipv4, .ipv6] {
+            // One catch-all per protocol, evaluated after every other filter of that protocol.
             let ofProtocol = plan.uplink.filters.filter { $0.protocolType == protocolType }
-            #expect(Set(ofProtocol.map(\.priority)).count == Set(ofProtocol.map(\.priority)).count)
-            #expect(ofProtocol.contains { $0.keys.isEmpty })
+            let catchAll = ofProtocol.filter { $0.keys.isEmpty }
+            #expect(catchAll.count == 1)
+            let others = ofProtocol.filter { !$0.keys.isEmpty }
+            #expect(!others.isEmpty)
+            #expect(others.allSatisfy { $0.priority < catchAll[0].priority })
         }
         // One protocol per priority.
         let protocolsByPriority = Dictionary(grouping: plan.uplink.filters, by: \.priority).mapValues { Set($0.map(\.protocolType)) }

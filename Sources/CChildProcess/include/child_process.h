@@ -1,0 +1,27 @@
+// Starting a command the way a shell would, and passing it the signals meant for it: the two
+// things `linkcond run` needs that Swift cannot do safely (a signal handler must be C).
+#ifndef LINKCOND_CHILD_PROCESS_H
+#define LINKCOND_CHILD_PROCESS_H
+
+#include <sys/types.h>
+
+/// Starts `path` with `argv` and `envp` in the caller's process group and session, with every
+/// signal at its default disposition and none blocked, whatever the caller ignores or blocks
+/// (a Swift process ignores SIGPIPE, for one). Returns 0 and sets `pid`, or the errno of the
+/// fork or of the exec (ENOENT, EACCES, ...).
+int linkcond_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[]);
+
+/// From now on this process does not die of SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or
+/// SIGUSR2; the ones another process sends it (kill(2), `timeout`, a CI runner) are passed on
+/// to the child named by `linkcond_forward_to`, or kept for it until then. Ones the kernel
+/// sends to the whole foreground process group (Ctrl-C, Ctrl-\, a terminal hang-up) reach the
+/// child by themselves and are not sent twice.
+void linkcond_catch_forwarded_signals(void);
+
+/// Names the child to pass signals on to, and passes on the last one that came before.
+void linkcond_forward_to(pid_t child);
+
+/// Back to the default dispositions, after the child has ended.
+void linkcond_stop_forwarding(void);
+
+#endif
