@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlClient
 import Foundation
 
 /// Switches profiles many times while probe.py streams packets, and records when each switch
@@ -22,20 +23,22 @@ struct Hitless: AsyncParsableCommand {
     @Option(help: "Write the switch log here as JSON.") var out: String
 
     func run() async throws {
-        let connection = try await PersistentConnection(socketPath: socket)
-        var generator = SystemRandomNumberGenerator()
-        var log: [Switch] = []
-        var current = ""
-        for _ in 0..<switches {
-            var next = profiles.randomElement(using: &generator)!
-            while next == current && profiles.count > 1 { next = profiles.randomElement(using: &generator)! }
-            let start = monotonicNanoseconds()
-            try await connection.activate(next)
-            log.append(Switch(profile: next, startNanoseconds: start, endNanoseconds: monotonicNanoseconds()))
-            current = next
-            try await Task.sleep(for: .seconds(Double.random(in: minDwell...maxDwell, using: &generator)))
+        let (switches, profiles, minDwell, maxDwell) = (self.switches, self.profiles, self.minDwell, self.maxDwell)
+        let log = try await ControlClient(socketPath: socket).withConnection { connection in
+            var generator = SystemRandomNumberGenerator()
+            var log: [Switch] = []
+            var current = ""
+            for _ in 0..<switches {
+                var next = profiles.randomElement(using: &generator)!
+                while next == current && profiles.count > 1 { next = profiles.randomElement(using: &generator)! }
+                let start = monotonicNanoseconds()
+                try await connection.activate(next)
+                log.append(Switch(profile: next, startNanoseconds: start, endNanoseconds: monotonicNanoseconds()))
+                current = next
+                try await Task.sleep(for: .seconds(Double.random(in: minDwell...maxDwell, using: &generator)))
+            }
+            return log
         }
-        await connection.close()
         try JSONEncoder().encode(log).write(to: URL(fileURLWithPath: out))
         print("hitless: \(log.count) switches between \(profiles.count) profiles")
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlClient
 import Foundation
 import LinkCondDaemon
 import Logging
@@ -76,19 +77,21 @@ struct Native: AsyncParsableCommand {
         let group = ServiceGroup(services: [daemon], logger: quiet)
         return try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
-            var connection: PersistentConnection?
-            for _ in 0..<500 where connection == nil {
-                connection = try? await PersistentConnection(socketPath: socketPath)
-                if connection == nil { try await Task.sleep(for: .milliseconds(10)) }
+            let client = ControlClient(socketPath: socketPath)
+            for attempt in 0..<500 where (try? await client.status()) == nil {
+                guard attempt < 499 else { throw BenchError("the in-process daemon did not start") }
+                try await Task.sleep(for: .milliseconds(10))
             }
-            guard let connection else { throw BenchError("the in-process daemon did not start") }
-            var samples: [Int64] = []
-            for index in 0..<count {
-                let start = monotonicNanoseconds()
-                try await connection.activate(names[index % names.count])
-                samples.append(monotonicNanoseconds() - start)
+            let count = self.count
+            let samples = try await client.withConnection { connection in
+                var samples: [Int64] = []
+                for index in 0..<count {
+                    let start = monotonicNanoseconds()
+                    try await connection.activate(names[index % names.count])
+                    samples.append(monotonicNanoseconds() - start)
+                }
+                return samples
             }
-            await connection.close()
             await group.triggerGracefulShutdown()
             try await tasks.waitForAll()
             return LatencySummary(method: "user space (daemon, HTTP, planning; model kernel)", nanoseconds: samples)

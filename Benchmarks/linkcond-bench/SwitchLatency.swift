@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlClient
 import Foundation
 
 /// Time from the request to the reply, with the kernel state applied, over one connection.
@@ -14,18 +15,19 @@ struct SwitchLatency: AsyncParsableCommand {
     @Option(help: "Write the summary and samples here as JSON.") var out: String?
 
     func run() async throws {
-        let connection = try await PersistentConnection(socketPath: socket)
-        // Start from the last profile, so the first measured switch is a real change.
-        try await connection.activate(profiles[profiles.count - 1])
-        var samples: [Int64] = []
-        samples.reserveCapacity(count)
-        for index in 0..<count {
-            let profile = profiles[index % profiles.count]
-            let start = monotonicNanoseconds()
-            try await connection.activate(profile)
-            samples.append(monotonicNanoseconds() - start)
+        let (profiles, count) = (self.profiles, self.count)
+        let samples = try await ControlClient(socketPath: socket).withConnection { connection in
+            // Start from the last profile, so the first measured switch is a real change.
+            try await connection.activate(profiles[profiles.count - 1])
+            var samples: [Int64] = []
+            samples.reserveCapacity(count)
+            for index in 0..<count {
+                let start = monotonicNanoseconds()
+                try await connection.activate(profiles[index % profiles.count])
+                samples.append(monotonicNanoseconds() - start)
+            }
+            return samples
         }
-        await connection.close()
         try report(LatencySummary(method: "linkcond", nanoseconds: samples), to: out)
     }
 }

@@ -17,10 +17,11 @@ public struct ControlLimits: Sendable {
     public var requestTimeout = TimeAmount.seconds(10)
     /// An answer the client does not read within this long closes the connection.
     public var responseTimeout = TimeAmount.seconds(10)
-    /// Open connections of one user other than root; leases (`linkcond run`) count.
-    public var connectionsPerUser = 32
+    /// Open connections of one user other than root; leases (`linkcond run`) count. Room for
+    /// a CI runner's parallel jobs, each polling the daemon.
+    public var connectionsPerUser = 64
     /// Open connections of all users other than root together.
-    public var connectionsOfOthers = 256
+    public var connectionsOfOthers = 512
     /// Open connections of root, which no other user's connections can take away.
     public var connectionsOfRoot = 128
 
