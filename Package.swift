@@ -121,5 +121,24 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LinkCondCLITests", dependencies: ["linkcond"]),
+        // Fuzzing (scripts/fuzz): every parser of hostile bytes as a function of them, and an
+        // executable that hands them to libFuzzer, or replays files in an ordinary build.
+        .target(
+            name: "LinkCondFuzzTargets",
+            dependencies: [
+                "LinkCondDaemon", "Profiles", "ControlAPI",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Fuzz/LinkCondFuzzTargets"
+        ),
+        .target(name: "CFuzzDriver", path: "Fuzz/CFuzzDriver"),
+        .executableTarget(
+            name: "linkcond-fuzz",
+            dependencies: ["LinkCondFuzzTargets", "CFuzzDriver"],
+            path: "Fuzz/linkcond-fuzz"
+        ),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["LinkCondFuzzTargets"]),
     ]
 )

@@ -8,7 +8,7 @@ import NIOHTTP1
 
 /// A request understood: which endpoint, with its arguments checked. Parsing is pure, so that
 /// every hostile byte sequence can be thrown at it without a daemon (see `Fuzz/`).
-enum APICall: Sendable, Equatable {
+package enum APICall: Sendable, Equatable {
     case status
     case profiles
     case profile(name: String)
@@ -34,7 +34,7 @@ enum APICall: Sendable, Equatable {
 
     /// Parses a request; `faultInjection` serves the test hook (a daemon started with
     /// `--enable-fault-injection`). Throws the 4xx the client gets.
-    static func parse(_ request: ControlRequest, faultInjection: Bool = false) throws(ControlError) -> APICall {
+    package static func parse(_ request: ControlRequest, faultInjection: Bool = false) throws(ControlError) -> APICall {
         guard let query = request.query else {
             throw .badRequest("malformed query string")
         }
@@ -117,7 +117,7 @@ enum APICall: Sendable, Equatable {
 
     /// Decodes a JSON object, refusing fields it does not know: a misspelt `"forse": true`
     /// must not pass unnoticed.
-    static func decode<Value: Decodable & KnownFields>(_ type: Value.Type, from body: [UInt8]) throws(ControlError) -> Value {
+    package static func decode<Value: Decodable & KnownFields>(_ type: Value.Type, from body: [UInt8]) throws(ControlError) -> Value {
         guard !body.isEmpty else {
             throw .badRequest("the request needs a JSON body, e.g. {\"profile\": \"Slow Net\"}")
         }
@@ -146,7 +146,7 @@ enum APICall: Sendable, Equatable {
 
     /// Text from the request, safe to put in a message or a log line: control characters
     /// escaped, and cut to a readable length.
-    static func printable(_ text: String, limit: Int = 120) -> String {
+    package static func printable(_ text: String, limit: Int = 120) -> String {
         var shown = ""
         for scalar in text.unicodeScalars.prefix(limit) {
             shown += scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)
@@ -156,20 +156,20 @@ enum APICall: Sendable, Equatable {
 }
 
 /// Field names a request document accepts.
-protocol KnownFields {
+package protocol KnownFields {
     static var knownFields: [String] { get }
 }
 
 extension ActivateRequest: KnownFields {
-    static var knownFields: [String] { ["profile", "for", "force", "replaceForeign"] }
+    package static var knownFields: [String] { ["profile", "for", "force", "replaceForeign"] }
 }
 
 extension LeaseRequest: KnownFields {
-    static var knownFields: [String] { ["profile", "for", "force", "replaceForeign"] }
+    package static var knownFields: [String] { ["profile", "for", "force", "replaceForeign"] }
 }
 
 extension FaultRequest: KnownFields {
-    static var knownFields: [String] { ["failAtStep", "fault"] }
+    package static var knownFields: [String] { ["failAtStep", "fault"] }
 }
 
 /// Any JSON value, decoded only to learn an object's field names.

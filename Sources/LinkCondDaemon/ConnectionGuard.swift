@@ -14,11 +14,11 @@ import NIOHTTP1
 /// time. Its partner `ConnectionGuard.FrontEnd` sits before the decoder: it tells the guard when
 /// the first byte of a request arrives, and writes the 408 for a request that never completes
 /// (the pipeline handler allows no response before a request has ended).
-final class ConnectionGuard: ChannelDuplexHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
+package final class ConnectionGuard: ChannelDuplexHandler {
+    package typealias InboundIn = HTTPServerRequestPart
+    package typealias InboundOut = HTTPServerRequestPart
+    package typealias OutboundIn = HTTPServerResponsePart
+    package typealias OutboundOut = HTTPServerResponsePart
 
     /// Fired into the pipeline by the server once a lease's response stream is open: the
     /// connection may then stay quiet for as long as the lease lasts.
@@ -42,33 +42,33 @@ final class ConnectionGuard: ChannelDuplexHandler {
     private var requestTimer: Scheduled<Void>?
     private var responseTimer: Scheduled<Void>?
 
-    init(limits: ControlLimits) {
+    package init(limits: ControlLimits) {
         self.limits = limits
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive {
             waitForRequest(context: context)
         }
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    package func channelActive(context: ChannelHandlerContext) {
         waitForRequest(context: context)
         context.fireChannelActive()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         requestTimer?.cancel()
         responseTimer?.cancel()
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         requestTimer?.cancel()
         responseTimer?.cancel()
         context.fireChannelInactive()
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
             if case .idle = state { requestStarted(context: context) }
@@ -83,7 +83,7 @@ final class ConnectionGuard: ChannelDuplexHandler {
         context.fireChannelRead(data)
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
         case is FrontEnd.RequestBytesArrived:
             if case .idle = state { requestStarted(context: context) }
@@ -96,7 +96,7 @@ final class ConnectionGuard: ChannelDuplexHandler {
         }
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    package func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let head) where head.status.code >= 200:
             if case .holdingLease = state { break }
@@ -122,7 +122,7 @@ final class ConnectionGuard: ChannelDuplexHandler {
 
     /// A request the decoder cannot parse gets a JSON 400 (the decoder then closes the
     /// connection), unless an answer is already under way.
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard let parserError = error as? HTTPParserError else {
             context.fireErrorCaught(error)
             return
@@ -192,11 +192,11 @@ final class ConnectionGuard: ChannelDuplexHandler {
 
 extension ConnectionGuard {
     /// The guard's partner at the front of the pipeline, where bytes are still raw.
-    final class FrontEnd: ChannelDuplexHandler {
-        typealias InboundIn = ByteBuffer
-        typealias InboundOut = ByteBuffer
-        typealias OutboundIn = ByteBuffer
-        typealias OutboundOut = ByteBuffer
+    package final class FrontEnd: ChannelDuplexHandler {
+        package typealias InboundIn = ByteBuffer
+        package typealias InboundOut = ByteBuffer
+        package typealias OutboundIn = ByteBuffer
+        package typealias OutboundOut = ByteBuffer
 
         /// The first bytes of a request arrived (before the decoder has a whole head).
         struct RequestBytesArrived {}
@@ -209,9 +209,9 @@ extension ConnectionGuard {
 
         private var watching = true
 
-        init() {}
+        package init() {}
 
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             if watching {
                 watching = false
                 context.fireUserInboundEventTriggered(RequestBytesArrived())
@@ -219,7 +219,7 @@ extension ConnectionGuard {
             context.fireChannelRead(data)
         }
 
-        func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        package func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
             switch event {
             case is WatchForRequest:
                 watching = true

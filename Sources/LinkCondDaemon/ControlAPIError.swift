@@ -32,7 +32,7 @@ extension ControlAPIError where Self: CustomStringConvertible {
 }
 
 /// A request the router itself refuses: malformed, not allowed, or for nothing it serves.
-struct ControlError: ControlAPIError {
+package struct ControlError: ControlAPIError, Error {
     var httpStatus: HTTPResponseStatus
     var errorCode: String
     var errorMessage: String

@@ -5,19 +5,19 @@ import NIOHTTP1
 ///
 /// Built from whatever bytes a local user sent: every part is parsed defensively and nothing
 /// here can trap.
-struct ControlRequest: Sendable {
+package struct ControlRequest: Sendable {
     /// More query parameters than this are refused: the API takes at most two.
-    static let maximumQueryParameters = 16
+    package static let maximumQueryParameters = 16
 
-    var method: HTTPMethod
+    package var method: HTTPMethod
     /// The path without query string or fragment, not percent-decoded.
-    var path: String
+    package var path: String
     /// Decoded query parameters; `nil` when the query string is malformed.
-    var query: [String: String]?
-    var body: [UInt8]
-    var requester: Requester
+    package var query: [String: String]?
+    package var body: [UInt8]
+    package var requester: Requester
 
-    init(method: HTTPMethod, uri: String, body: [UInt8], requester: Requester) {
+    package init(method: HTTPMethod, uri: String, body: [UInt8], requester: Requester) {
         self.method = method
         let withoutFragment = uri.prefix { $0 != "#" }
         let queryStart = withoutFragment.firstIndex(of: "?")
@@ -29,7 +29,7 @@ struct ControlRequest: Sendable {
 
     /// `a=1&b&c=` into `["a": "1", "b": "", "c": ""]`; `nil` for a bad escape, an empty or
     /// repeated name, or too many parameters.
-    static func parseQuery(_ text: Substring) -> [String: String]? {
+    package static func parseQuery(_ text: Substring) -> [String: String]? {
         var query: [String: String] = [:]
         for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
             let equals = pair.firstIndex(of: "=")

@@ -94,7 +94,7 @@ struct ControlRouter: Sendable {
 /// `PUT /v1/debug/fault`: `{"failAtStep": 5}` fails the sixth netlink step from now,
 /// `{"failAtStep": 5, "fault": "kill"}` makes the daemon SIGKILL itself there instead;
 /// `{"failAtStep": null}` disarms.
-struct FaultRequest: Codable, Sendable, Equatable {
+package struct FaultRequest: Codable, Sendable, Equatable {
     var failAtStep: Int?
     var fault: FaultSwitch.Fault?
 }

@@ -12,17 +12,17 @@ import Profiles
 /// Profiles are stored with their values in base units (bit/s, µs, loss in 10⁻¹⁰ %), never as
 /// display text: a restarted daemon applies bit-identical kernel values, even if the profile
 /// file changed meanwhile.
-struct PersistedState: Codable, Equatable {
+package struct PersistedState: Codable, Equatable {
     static let currentVersion = 2
 
-    struct StoredDirection: Codable, Equatable {
+    package struct StoredDirection: Codable, Equatable {
         var bandwidthBitsPerSecond: UInt64?
         var delayMicroseconds: UInt64
         var jitterMicroseconds: UInt64
         var lossScaledPercent: UInt64
     }
 
-    struct StoredProfile: Codable, Equatable {
+    package struct StoredProfile: Codable, Equatable {
         var name: String
         var description: String
         var file: String
@@ -32,8 +32,8 @@ struct PersistedState: Codable, Equatable {
         var dnsDelayMicroseconds: UInt64
     }
 
-    struct StoredLease: Codable, Equatable {
-        var profile: StoredProfile
+    package struct StoredLease: Codable, Equatable {
+        package var profile: StoredProfile
         var holder: HolderDocument
         var since: Date
         var expires: Date?
@@ -43,15 +43,15 @@ struct PersistedState: Codable, Equatable {
     var version = Self.currentVersion
     var interface: String
     /// The condition without any lease; `nil` is off.
-    var baseline: StoredProfile?
+    package var baseline: StoredProfile?
     var baselineSince: Date
-    var lease: StoredLease?
+    package var lease: StoredLease?
 }
 
 /// A stored value that cannot be a profile: out of range, or from a newer daemon.
-struct StoredProfileError: Error, CustomStringConvertible {
+package struct StoredProfileError: Error, CustomStringConvertible {
     var field: String
-    var description: String { "the state file's \(field) is out of range" }
+    package var description: String { "the state file's \(field) is out of range" }
 }
 
 extension PersistedState.StoredDirection {
@@ -93,7 +93,7 @@ extension PersistedState.StoredProfile {
     }
 
     /// The entry back, or an error naming the field that is out of range.
-    func entry() throws(StoredProfileError) -> CatalogEntry {
+    package func entry() throws(StoredProfileError) -> CatalogEntry {
         guard dnsDelayMicroseconds <= Delay.maximum.microseconds else { throw StoredProfileError(field: "dnsDelay") }
         let profile = Profile(
             name: name, description: description,
@@ -106,7 +106,7 @@ extension PersistedState.StoredProfile {
 }
 
 /// Reads and atomically replaces the state file.
-struct StateStore: Sendable {
+package struct StateStore: Sendable {
     let url: URL
 
     init(directory: String, interface: String) {
@@ -121,7 +121,7 @@ struct StateStore: Sendable {
     }
 
     /// Decodes a state file's bytes: never traps, whatever they are.
-    static func decode(_ data: Data) -> PersistedState? {
+    package static func decode(_ data: Data) -> PersistedState? {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         guard let state = try? decoder.decode(PersistedState.self, from: data),

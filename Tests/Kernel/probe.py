@@ -10,6 +10,7 @@ throughput  TCP bulk transfer, goodput measured at the receiver over a steady-st
 loss        numbered UDP datagrams one way, counted at the receiver.
 session     hold one TCP echo connection open until a file appears, then echo again.
 stream      timestamped UDP packets at a steady rate, up and/or down, for one-way delays.
+oneway      the same, summarized per direction: delays' median, quantiles, spread, reordering.
 trickle     a slow TCP transfer until a file appears, then check every byte arrived.
 
 Every client command prints one JSON document on stdout.
@@ -609,6 +610,49 @@ def cmd_stream(a):
     print()
 
 
+def quantile(sorted_values, q):
+    """Linear interpolation between closest ranks."""
+    if not sorted_values:
+        return None
+    pos = q * (len(sorted_values) - 1)
+    low = int(pos)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (pos - low)
+
+
+def summarize_oneway(result):
+    """One direction of `stream`'s output as delay statistics in ms. Both namespaces share the
+    VM's CLOCK_MONOTONIC, so a packet's receive time minus its send time is its one-way delay."""
+    packets = result.get("packets", [])
+    delays = sorted((received - sent) / 1e6 for _, sent, received in packets)
+    arrival_order = [seq for seq, _, _ in sorted(packets, key=lambda p: p[2])]
+    reordered = sum(1 for i in range(1, len(arrival_order)) if arrival_order[i] < arrival_order[i - 1])
+    out = {"sent": result.get("sent", 0), "received": len(delays), "reordered": reordered}
+    if delays:
+        out.update({
+            "median_ms": round(quantile(delays, 0.5), 3),
+            "mean_ms": round(statistics.fmean(delays), 3),
+            "stdev_ms": round(statistics.pstdev(delays), 3),
+            "min_ms": round(delays[0], 3),
+            "max_ms": round(delays[-1], 3),
+            "quantiles_ms": {str(q): round(quantile(delays, q), 3) for q in (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95)},
+        })
+    return out
+
+
+def cmd_oneway(a):
+    raw = {}
+    threads = []
+    if a.dir in ("up", "both"):
+        threads.append(spawn(stream_up, a, a.host, raw, a.pad))
+    if a.dir in ("down", "both"):
+        threads.append(spawn(stream_down, a, a.host, raw, a.pad))
+    for t in threads:
+        t.join()
+    json.dump({d: summarize_oneway(r) for d, r in raw.items()}, sys.stdout)
+    print()
+
+
 # ---------------------------------------------------------------- udprate
 
 def cmd_udprate(a):
@@ -754,6 +798,15 @@ def main():
     sp.add_argument("--duration", type=float, required=True)
     sp.add_argument("--grace", type=float, default=3.0)
 
+    sp = sub.add_parser("oneway")
+    sp.add_argument("--host", required=True)
+    sp.add_argument("--ctl", required=True)
+    sp.add_argument("--dir", choices=("up", "down", "both"), default="both")
+    sp.add_argument("--rate", type=float, default=50, help="packets per second each way")
+    sp.add_argument("--duration", type=float, required=True)
+    sp.add_argument("--grace", type=float, default=2.0)
+    sp.add_argument("--pad", type=int, default=STREAM_PAD, help="payload bytes after the stamp")
+
     sp = sub.add_parser("udprate")
     sp.add_argument("--host", required=True)
     sp.add_argument("--ctl", required=True)
@@ -779,7 +832,7 @@ def main():
         Server().run(a.ctl, a.sink_rcvbuf)
     else:
         {"rtt": cmd_rtt, "throughput": cmd_throughput, "loss": cmd_loss,
-         "session": cmd_session, "stream": cmd_stream, "udprate": cmd_udprate,
+         "session": cmd_session, "stream": cmd_stream, "oneway": cmd_oneway, "udprate": cmd_udprate,
          "trickle": cmd_trickle}[a.cmd](a)
 
 

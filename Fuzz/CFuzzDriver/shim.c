@@ -1,0 +1,1 @@
+// Declarations only; this target exists to carry fuzz_driver.h.

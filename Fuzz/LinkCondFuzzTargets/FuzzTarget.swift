@@ -1,0 +1,129 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import ControlAPI
+import LinkCondDaemon
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import Profiles
+
+/// Everything that parses bytes a local user or a file controls, as a function of those bytes:
+/// run by libFuzzer (`scripts/fuzz`), and over the seed corpus by the unit tests. Each must
+/// return for every input without trapping; a thrown parse error is the expected outcome.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    /// Raw bytes on a control connection: NIO's HTTP decoder with the daemon's limits and
+    /// `ConnectionGuard`, then the URI, query and body of every request it yields.
+    case request
+    /// A request's JSON body, decoded strictly, and its lease duration.
+    case json
+    /// A profile file.
+    case profile
+    /// The state file a restarted daemon reads.
+    case state
+
+    public func run(_ bytes: [UInt8]) {
+        switch self {
+        case .request: Self.request(bytes)
+        case .json: Self.json(bytes)
+        case .profile: Self.profile(bytes)
+        case .state: Self.state(bytes)
+        }
+    }
+
+    /// The corpus directory of this target, next to this file in the source tree.
+    public var corpus: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Corpus").appendingPathComponent(rawValue).path
+    }
+
+    static let requester = Requester(uid: 1000, gid: 1000, pid: 1, user: "fuzz", command: "fuzz")
+
+    private static func request(_ bytes: [UInt8]) {
+        let channel = EmbeddedChannel()
+        let collector = RequestCollector()
+        var limits = ControlLimits()
+        limits.maximumBodyBytes = 4096
+        var decoderLimits = NIOHTTPDecoderLimitConfiguration()
+        decoderLimits.maxHeaderFieldSize = limits.maximumHeaderFieldBytes
+        decoderLimits.maxHeaderListSize = limits.maximumHeaderBytes
+        decoderLimits.maxHeaderFieldCount = limits.maximumHeaderFields
+        do {
+            try channel.pipeline.syncOperations.addHandlers([
+                ConnectionGuard.FrontEnd(),
+                HTTPResponseEncoder(),
+                ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: decoderLimits)),
+                HTTPServerPipelineHandler(),
+                ConnectionGuard(limits: limits),
+                collector,
+            ])
+            try channel.connect(to: SocketAddress(unixDomainSocketPath: "/fuzz")).wait()
+        } catch {
+            return
+        }
+        // Two pieces, split where the first byte says: partial reads are where parsers slip.
+        let split = bytes.isEmpty ? 0 : Int(bytes[0]) % (bytes.count + 1)
+        for piece in [bytes[..<split], bytes[split...]] where channel.isActive {
+            _ = try? channel.writeInbound(ByteBuffer(bytes: piece))
+        }
+        for request in collector.requests {
+            let parsed = ControlRequest(method: request.head.method, uri: request.head.uri, body: request.body, requester: requester)
+            _ = try? APICall.parse(parsed, faultInjection: true)
+        }
+        _ = try? channel.finish(acceptAlreadyClosed: true)
+    }
+
+    private static func json(_ bytes: [UInt8]) {
+        if let activation = try? APICall.decode(ActivateRequest.self, from: bytes) {
+            _ = try? LeaseDuration.parse(activation.for)
+        }
+        if let lease = try? APICall.decode(LeaseRequest.self, from: bytes) {
+            _ = try? LeaseDuration.parse(lease.for)
+        }
+        _ = try? APICall.decode(FaultRequest.self, from: bytes)
+    }
+
+    private static func profile(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        if let profile = try? ProfileParser.parse(yaml: text, file: "fuzz.yaml") {
+            // What a parsed profile becomes must not trap either.
+            _ = profile.summary
+            _ = try? Bandwidth(parsing: profile.uplink.bandwidth?.description ?? "1kbit")
+        }
+    }
+
+    private static func state(_ bytes: [UInt8]) {
+        guard let state = StateStore.decode(Data(bytes)) else { return }
+        _ = try? state.baseline?.entry()
+        _ = try? state.lease?.profile.entry()
+    }
+}
+
+/// Collects whole requests at the end of the pipeline, as the server's read loop would.
+private final class RequestCollector: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+
+    struct Request {
+        var head: HTTPRequestHead
+        var body: [UInt8]
+    }
+
+    private(set) var requests: [Request] = []
+    private var current: Request?
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            current = Request(head: head, body: [])
+        case .body(let buffer):
+            if current?.body.count ?? 0 < 4096 {
+                current?.body.append(contentsOf: buffer.readableBytesView)
+            }
+        case .end:
+            if let current { requests.append(current) }
+            current = nil
+        }
+    }
+}
