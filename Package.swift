@@ -33,8 +33,14 @@ let package = Package(
         .target(name: "CChildProcess"),
         // Safe Swift over libnl. Knows nothing of profiles.
         .target(name: "Netlink", dependencies: ["CNetlink"]),
+        // zlib, found through pkg-config: the kernel's configuration is /proc/config.gz.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // Facts about the host both binaries read: the default route, the kernel's configuration.
+        .target(name: "HostFacts", dependencies: ["CZlib"]),
+        // Matching names the way people type them, with suggestions: profiles and commands.
+        .target(name: "NameMatching"),
         // Profile model in human units, YAML decoding, validation, the catalog.
-        .target(name: "Profiles", dependencies: ["CYAML"]),
+        .target(name: "Profiles", dependencies: ["CYAML", "NameMatching"]),
         // Profile -> TrafficPlan (pure), and applying plans through Netlink.
         .target(
             name: "Shaping",
@@ -71,7 +77,7 @@ let package = Package(
         .executableTarget(
             name: "linkcondd",
             dependencies: [
-                "LinkCondDaemon",
+                "LinkCondDaemon", "HostFacts",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -92,7 +98,7 @@ let package = Package(
         .executableTarget(
             name: "linkcond",
             dependencies: [
-                "ControlClient", "ControlAPI", "CChildProcess",
+                "ControlClient", "ControlAPI", "CChildProcess", "NameMatching", "HostFacts",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -102,7 +108,7 @@ let package = Package(
             dependencies: ["Shaping", "Netlink", .product(name: "Logging", package: "swift-log")],
             path: "Tests/ShapingTestSupport"
         ),
-        .testTarget(name: "ProfilesTests", dependencies: ["Profiles"]),
+        .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "NameMatching"]),
         .testTarget(
             name: "ShapingTests",
             dependencies: ["Shaping", "ShapingTestSupport", "Profiles", "Netlink", .product(name: "Logging", package: "swift-log")]
@@ -111,7 +117,7 @@ let package = Package(
         .testTarget(
             name: "LinkCondDaemonTests",
             dependencies: [
-                "LinkCondDaemon", "ControlClient", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport",
+                "LinkCondDaemon", "ControlClient", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport", "HostFacts",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

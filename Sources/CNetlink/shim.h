@@ -89,17 +89,4 @@ static inline int linkcond_capture_refusals(struct nl_sock *socket, linkcond_ker
     return nl_socket_modify_err_cb(socket, NL_CB_CUSTOM, linkcond_on_error, refusal);
 }
 
-/// `TC_H_MAKE` and friends are macros; Swift cannot see them.
-static inline uint32_t linkcond_tc_handle(uint16_t major, uint16_t minor) {
-    return ((uint32_t)major << 16) | minor;
-}
-
-static inline struct rtnl_tc *linkcond_tc(void *object) {
-    return (struct rtnl_tc *)object;
-}
-
-static inline struct nl_object *linkcond_object(void *object) {
-    return (struct nl_object *)object;
-}
-
 #endif

@@ -1,7 +1,24 @@
+/// A profile given with the request instead of by name: a profile file's text, or what the
+/// client built from `--rate`, `--delay` and the like. Validated exactly like a file.
+public struct ProfileDefinition: Codable, Sendable, Equatable {
+    /// The profile in YAML, as in a profile file.
+    public var yaml: String
+    /// Where it came from, for messages and history: the file's path, or `command line`.
+    public var source: String
+
+    public init(yaml: String, source: String) {
+        self.yaml = yaml
+        self.source = source
+    }
+}
+
 /// `PUT /v1/condition`: switch the interface to a profile.
 public struct ActivateRequest: Codable, Sendable, Equatable {
-    /// Display name (`Slow Net`) or file stem (`slow-net`), case-insensitive.
-    public var profile: String
+    /// Display name (`Slow Net`) or file stem (`slow-net`), ignoring case, spaces and
+    /// punctuation. Either this or `definition`.
+    public var profile: String?
+    /// A profile that is not in the daemon's directories.
+    public var definition: ProfileDefinition?
     /// Delete a qdisc that linkcond did not create instead of refusing. It is not restored later.
     public var replaceForeign: Bool?
     /// Make it a lease that reverts by itself after this long, e.g. `30s` (see `LeaseDuration`).
@@ -9,8 +26,9 @@ public struct ActivateRequest: Codable, Sendable, Equatable {
     /// Override a lease held by another client.
     public var force: Bool?
 
-    public init(profile: String, replaceForeign: Bool? = nil, for duration: String? = nil, force: Bool? = nil) {
+    public init(profile: String? = nil, definition: ProfileDefinition? = nil, replaceForeign: Bool? = nil, for duration: String? = nil, force: Bool? = nil) {
         self.profile = profile
+        self.definition = definition
         self.replaceForeign = replaceForeign
         self.for = duration
         self.force = force
@@ -31,6 +49,8 @@ public struct StatusResponse: Codable, Sendable, Equatable {
     public var exemptions: [String]
     /// Set while the condition is a lease: who holds it, until when, what comes back after.
     public var lease: LeaseDocument?
+    /// With `?verbose`: linkcond's qdiscs and classes as the kernel has them, with counters.
+    public var kernel: [KernelObjectDocument]?
 
     public init(interface: String, ifb: String, active: Bool, profile: ProfileDocument?, since: String, exemptions: [String], lease: LeaseDocument? = nil) {
         self.interface = interface
@@ -40,5 +60,30 @@ public struct StatusResponse: Codable, Sendable, Equatable {
         self.since = since
         self.exemptions = exemptions
         self.lease = lease
+    }
+}
+
+/// One of linkcond's qdiscs or classes in the kernel, with its counters (`tc -s`).
+public struct KernelObjectDocument: Codable, Sendable, Equatable {
+    public var device: String
+    /// `qdisc netem 7a10: parent 7a00:10`, `class 7a00:3 parent 7a00:1`.
+    public var object: String
+    public var packets: UInt64
+    public var bytes: UInt64
+    public var drops: UInt64
+    public var overlimits: UInt64
+    /// Waiting in the queue now.
+    public var queuedPackets: UInt64
+    public var queuedBytes: UInt64
+
+    public init(device: String, object: String, packets: UInt64, bytes: UInt64, drops: UInt64, overlimits: UInt64, queuedPackets: UInt64, queuedBytes: UInt64) {
+        self.device = device
+        self.object = object
+        self.packets = packets
+        self.bytes = bytes
+        self.drops = drops
+        self.overlimits = overlimits
+        self.queuedPackets = queuedPackets
+        self.queuedBytes = queuedBytes
     }
 }

@@ -7,17 +7,20 @@ public struct ErrorResponse: Codable, Sendable, Equatable, Error {
         public var message: String
         /// For `unknown-profile`: names that were probably meant.
         public var suggestions: [String]?
+        /// For `bad-profile`: where in the given profile the problem is.
+        public var problem: ProfileProblem?
 
-        public init(code: String, message: String, suggestions: [String]? = nil) {
+        public init(code: String, message: String, suggestions: [String]? = nil, problem: ProfileProblem? = nil) {
             self.code = code
             self.message = message
             self.suggestions = suggestions
+            self.problem = problem
         }
     }
 
     public var error: Body
 
-    public init(code: String, message: String, suggestions: [String]? = nil) {
-        self.error = Body(code: code, message: message, suggestions: suggestions)
+    public init(code: String, message: String, suggestions: [String]? = nil, problem: ProfileProblem? = nil) {
+        self.error = Body(code: code, message: message, suggestions: suggestions, problem: problem)
     }
 }

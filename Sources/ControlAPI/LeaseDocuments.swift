@@ -14,6 +14,14 @@ public struct HolderDocument: Codable, Sendable, Equatable, CustomStringConverti
         self.command = command
     }
 
+    /// As shown to users outside root and the daemon's group: who and which program, but not
+    /// the arguments, which may hold what their user did not mean to publish.
+    public var withoutArguments: HolderDocument {
+        var shown = self
+        shown.command = command.flatMap { $0.split(separator: " ").first }.map { String($0.split(separator: "/").last ?? $0) }
+        return shown
+    }
+
     /// `uid 1000 (alice), pid 4242 'pytest -k offline'`.
     public var description: String {
         var text = "uid \(uid)"
@@ -55,15 +63,18 @@ public struct LeaseDocument: Codable, Sendable, Equatable {
 
 /// `POST /v1/leases`: hold a profile for as long as this connection stays open.
 public struct LeaseRequest: Codable, Sendable, Equatable {
-    public var profile: String
+    /// A profile by name, or `definition`: as in `ActivateRequest`.
+    public var profile: String?
+    public var definition: ProfileDefinition?
     /// The longest the lease may last even if the client stays, e.g. `30m`.
     public var `for`: String?
     /// Take over a lease held by someone else.
     public var force: Bool?
     public var replaceForeign: Bool?
 
-    public init(profile: String, for duration: String? = nil, force: Bool? = nil, replaceForeign: Bool? = nil) {
+    public init(profile: String? = nil, definition: ProfileDefinition? = nil, for duration: String? = nil, force: Bool? = nil, replaceForeign: Bool? = nil) {
         self.profile = profile
+        self.definition = definition
         self.for = duration
         self.force = force
         self.replaceForeign = replaceForeign

@@ -18,8 +18,9 @@ public struct ControlClient: Sendable {
         self.socketPath = socketPath
     }
 
-    public func status() async throws(ControlClientError) -> StatusResponse {
-        try await request(.GET, APIPath.status)
+    /// The condition in force; `verbose` adds linkcond's kernel objects with their counters.
+    public func status(verbose: Bool = false) async throws(ControlClientError) -> StatusResponse {
+        try await request(.GET, APIPath.status + (verbose ? "?verbose=1" : ""))
     }
 
     public func profiles() async throws(ControlClientError) -> ProfileListResponse {
@@ -30,12 +31,13 @@ public struct ControlClient: Sendable {
         try await request(.GET, APIPath.profile(name))
     }
 
-    /// Activates a profile; with `duration` (e.g. `30s`) as a lease that reverts by itself.
+    /// Activates a profile by name, or one given as `definition`; with `duration` (e.g. `30s`)
+    /// as a lease that reverts by itself.
     public func activate(
-        _ name: String, replaceForeign: Bool = false, for duration: String? = nil, force: Bool = false
+        _ name: String? = nil, definition: ProfileDefinition? = nil, replaceForeign: Bool = false, for duration: String? = nil, force: Bool = false
     ) async throws(ControlClientError) -> StatusResponse {
         try await request(.PUT, APIPath.condition, body: ActivateRequest(
-            profile: name, replaceForeign: replaceForeign ? true : nil, for: duration, force: force ? true : nil
+            profile: name, definition: definition, replaceForeign: replaceForeign ? true : nil, for: duration, force: force ? true : nil
         ))
     }
 

@@ -9,17 +9,18 @@ import NIOHTTP1
 /// A request understood: which endpoint, with its arguments checked. Parsing is pure, so that
 /// every hostile byte sequence can be thrown at it without a daemon (see `Fuzz/`).
 package enum APICall: Sendable, Equatable {
-    case status
+    case status(verbose: Bool)
     case profiles
     case profile(name: String)
     case history(limit: Int)
-    case activate(ActivateRequest, duration: LeaseDuration?)
+    case activate(ProfileChoice, ActivateRequest, duration: LeaseDuration?)
     case deactivate(force: Bool)
     /// Hold a lease for as long as the connection stays open.
-    case hold(LeaseRequest, maximum: LeaseDuration?)
+    case hold(ProfileChoice, LeaseRequest, maximum: LeaseDuration?)
     case releaseLease
     case reload
     case fault(FaultRequest)
+    case faultCounter
 
     /// The largest `limit` of `GET /v1/history`: the daemon keeps no more.
     static let maximumHistoryLimit = ConditionHistory.kept
@@ -27,7 +28,7 @@ package enum APICall: Sendable, Equatable {
     /// Whether the call changes anything, and so needs the requester to be authorized.
     var changes: Bool {
         switch self {
-        case .status, .profiles, .profile, .history: return false
+        case .status, .profiles, .profile, .history, .faultCounter: return false
         default: return true
         }
     }
@@ -43,7 +44,7 @@ package enum APICall: Sendable, Equatable {
         switch path {
         case APIPath.status:
             try require(request, .GET)
-            return .status
+            return .status(verbose: try flag("verbose", in: query))
         case APIPath.profiles:
             try require(request, .GET)
             return .profiles
@@ -60,11 +61,13 @@ package enum APICall: Sendable, Equatable {
                 return .deactivate(force: try flag("force", in: query))
             }
             let activation = try decode(ActivateRequest.self, from: request.body)
-            return .activate(activation, duration: try leaseDuration(activation.for))
+            let duration = try leaseDuration(activation.for)
+            return .activate(try ProfileChoice.from(profile: activation.profile, definition: activation.definition), activation, duration: duration)
         case APIPath.leases:
             try require(request, .POST)
             let lease = try decode(LeaseRequest.self, from: request.body)
-            return .hold(lease, maximum: try leaseDuration(lease.for))
+            let maximum = try leaseDuration(lease.for)
+            return .hold(try ProfileChoice.from(profile: lease.profile, definition: lease.definition), lease, maximum: maximum)
         case APIPath.lease:
             try require(request, .DELETE)
             return .releaseLease
@@ -72,7 +75,8 @@ package enum APICall: Sendable, Equatable {
             try require(request, .POST)
             return .reload
         case APIPath.faultInjection where faultInjection:
-            try require(request, .PUT)
+            try require(request, .PUT, .GET)
+            if request.method == .GET { return .faultCounter }
             return .fault(request.body.isEmpty ? FaultRequest(failAtStep: nil) : try decode(FaultRequest.self, from: request.body))
         case _ where path.hasPrefix(APIPath.profiles + "/"):
             try require(request, .GET)
@@ -161,11 +165,11 @@ package protocol KnownFields {
 }
 
 extension ActivateRequest: KnownFields {
-    package static var knownFields: [String] { ["profile", "for", "force", "replaceForeign"] }
+    package static var knownFields: [String] { ["profile", "definition", "for", "force", "replaceForeign"] }
 }
 
 extension LeaseRequest: KnownFields {
-    package static var knownFields: [String] { ["profile", "for", "force", "replaceForeign"] }
+    package static var knownFields: [String] { ["profile", "definition", "for", "force", "replaceForeign"] }
 }
 
 extension FaultRequest: KnownFields {

@@ -10,6 +10,15 @@ import Profiles
 // the history it keeps of every change.
 
 extension Conditioner {
+    /// The condition in force; `verbose` adds linkcond's objects as the kernel has them.
+    public func status(verbose: Bool = false) -> StatusResponse {
+        var status = status()
+        if verbose {
+            status.kernel = convergence.kernelObjects()
+        }
+        return status
+    }
+
     public func status() -> StatusResponse {
         let effective = policy.effective
         return StatusResponse(

@@ -64,11 +64,11 @@ public actor Conditioner {
     /// any failure the previous condition stays in force and the error says why. A lease held
     /// by someone else is a conflict unless `force`.
     public func activate(
-        _ name: String, by requester: Requester, for duration: LeaseDuration? = nil,
+        _ choice: ProfileChoice, by requester: Requester, for duration: LeaseDuration? = nil,
         force: Bool = false, replacingForeign: Bool = false
     ) throws -> StatusResponse {
         try checkRunning()
-        let entry = try catalog.entry(named: name)
+        let entry = try resolve(choice)
         try policy.checkNoLease(against: requester, force: force)
         let previous = policy.effective
         let displaced: LeaseRuntime?
@@ -103,11 +103,11 @@ public actor Conditioner {
     /// A lease that lasts while the client's connection stays open (`linkcond run`), at most
     /// `maximum`. `onEnd` hears about an end the client did not cause: expiry, take-over, shutdown.
     public func hold(
-        _ name: String, by requester: Requester, maximum: LeaseDuration?, force: Bool = false,
+        _ choice: ProfileChoice, by requester: Requester, maximum: LeaseDuration?, force: Bool = false,
         replacingForeign: Bool = false, onEnd: @escaping @Sendable (LeaseEvent) -> Void
     ) throws -> (leaseID: UInt64, status: StatusResponse) {
         try checkRunning()
-        let entry = try catalog.entry(named: name)
+        let entry = try resolve(choice)
         try policy.checkNoLease(against: requester, force: force)
         let previous = policy.effective
         let lease = policy.makeLease(entry, holder: requester, duration: maximum, clientBound: true)
@@ -147,6 +147,7 @@ public actor Conditioner {
             logger.warning("reload: skipping profile: \(problem)")
         }
         func refreshed(_ entry: CatalogEntry) -> CatalogEntry {
+            guard !entry.isAdHoc else { return entry }
             guard let update = fresh.entries.first(where: { $0.file == entry.file }) else {
                 logger.warning("reload: \(entry.file) no longer loads; '\(entry.profile.name)' keeps its values")
                 return entry
@@ -229,6 +230,13 @@ public actor Conditioner {
     }
 
     // MARK: Leases
+
+    private func resolve(_ choice: ProfileChoice) throws(UnknownProfileError) -> CatalogEntry {
+        switch choice {
+        case .named(let name): return try catalog.entry(named: name)
+        case .defined(let entry): return entry
+        }
+    }
 
     private func checkRunning() throws(DaemonStoppingError) {
         if stopping { throw DaemonStoppingError() }

@@ -14,14 +14,18 @@ protocol ControlAPIError: Error {
     var errorSuggestions: [String]? { get }
     /// For 405: the methods the path does allow.
     var allowedMethods: [HTTPMethod] { get }
+    /// For `bad-profile`: where in the given profile the problem is.
+    var errorProblem: ProfileProblem? { get }
 }
 
 extension ControlAPIError {
     var errorSuggestions: [String]? { nil }
     var allowedMethods: [HTTPMethod] { [] }
+    var errorProblem: ProfileProblem? { nil }
 
     var reply: ControlReply {
-        var reply = ControlReply.json(ErrorResponse(code: errorCode, message: errorMessage, suggestions: errorSuggestions), status: httpStatus)
+        let document = ErrorResponse(code: errorCode, message: errorMessage, suggestions: errorSuggestions, problem: errorProblem)
+        var reply = ControlReply.json(document, status: httpStatus)
         reply.allow = allowedMethods
         return reply
     }
@@ -37,6 +41,7 @@ package struct ControlError: ControlAPIError, Error {
     var errorCode: String
     var errorMessage: String
     var allowedMethods: [HTTPMethod] = []
+    var errorProblem: ProfileProblem?
 
     init(_ status: HTTPResponseStatus, code: String, message: String) {
         self.httpStatus = status
@@ -46,6 +51,13 @@ package struct ControlError: ControlAPIError, Error {
 
     static func badRequest(_ message: String) -> ControlError {
         ControlError(.badRequest, code: "bad-request", message: message)
+    }
+
+    /// A profile given with the request that a profile file could not be either.
+    static func badProfile(_ error: ProfileError) -> ControlError {
+        var refusal = ControlError(.badRequest, code: "bad-profile", message: error.description)
+        refusal.errorProblem = ProfileProblem(error)
+        return refusal
     }
 }
 

@@ -20,7 +20,7 @@ struct ControlReply: Sendable {
 /// What to do with a request: answer it, or hold a lease for as long as the connection lasts.
 enum Route: Sendable {
     case reply(ControlReply)
-    case hold(LeaseRequest, maximum: LeaseDuration?)
+    case hold(ProfileChoice, LeaseRequest, maximum: LeaseDuration?)
 }
 
 /// Carries out parsed requests against the conditioner and turns results and errors into
@@ -57,23 +57,33 @@ struct ControlRouter: Sendable {
 
     private func perform(_ call: APICall, for requester: Requester) async throws -> Route {
         switch call {
-        case .status:
-            return .reply(.json(await conditioner.status()))
+        case .status(let verbose):
+            var status = await conditioner.status(verbose: verbose)
+            if !authorizer.mayChange(requester), let holder = status.lease?.holder {
+                status.lease?.holder = holder.withoutArguments
+            }
+            return .reply(.json(status))
         case .profiles:
             return .reply(.json(await conditioner.profiles()))
         case .profile(let name):
             return .reply(.json(try await conditioner.profile(named: name)))
         case .history(let limit):
-            return .reply(.json(await conditioner.history(limit: limit)))
-        case .activate(let activation, let duration):
+            var history = await conditioner.history(limit: limit)
+            if !authorizer.mayChange(requester) {
+                for index in history.entries.indices {
+                    history.entries[index].requester = history.entries[index].requester?.withoutArguments
+                }
+            }
+            return .reply(.json(history))
+        case .activate(let choice, let activation, let duration):
             return .reply(.json(try await conditioner.activate(
-                activation.profile, by: requester, for: duration,
+                choice, by: requester, for: duration,
                 force: activation.force ?? false, replacingForeign: activation.replaceForeign ?? false
             )))
         case .deactivate(let force):
             return .reply(.json(try await conditioner.deactivate(by: requester, force: force)))
-        case .hold(let lease, let maximum):
-            return .hold(lease, maximum: maximum)
+        case .hold(let choice, let lease, let maximum):
+            return .hold(choice, lease, maximum: maximum)
         case .releaseLease:
             return .reply(.json(try await conditioner.releaseLease(by: requester)))
         case .reload:
@@ -81,6 +91,8 @@ struct ControlRouter: Sendable {
         case .fault(let fault):
             faults?.arm(atStep: fault.failAtStep, fault: fault.fault ?? .fail)
             return .reply(.json(fault))
+        case .faultCounter:
+            return .reply(.json(["executedSteps": faults?.executedSteps ?? 0]))
         }
     }
 
@@ -93,7 +105,7 @@ struct ControlRouter: Sendable {
 
 /// `PUT /v1/debug/fault`: `{"failAtStep": 5}` fails the sixth netlink step from now,
 /// `{"failAtStep": 5, "fault": "kill"}` makes the daemon SIGKILL itself there instead;
-/// `{"failAtStep": null}` disarms.
+/// `{"failAtStep": null}` disarms. `GET` answers `{"executedSteps": N}`.
 package struct FaultRequest: Codable, Sendable, Equatable {
     var failAtStep: Int?
     var fault: FaultSwitch.Fault?

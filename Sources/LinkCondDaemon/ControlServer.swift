@@ -154,8 +154,8 @@ struct ControlServer: Sendable {
                         let closing = !head.isKeepAlive || request.tooLarge
                         try await outbound.write(contentsOf: ConnectionGuard.parts(of: reply, closing: closing))
                         if closing { return }
-                    case .hold(let lease, let maximum):
-                        try await hold(lease, maximum: maximum, head: head, requester: requester, channel: accepted.channel, parts: &parts, outbound: outbound)
+                    case .hold(let choice, let lease, let maximum):
+                        try await hold(choice, lease, maximum: maximum, head: head, requester: requester, channel: accepted.channel, parts: &parts, outbound: outbound)
                         return
                     }
                 }
@@ -195,7 +195,7 @@ struct ControlServer: Sendable {
     /// `POST /v1/leases`: answers with one JSON line when the lease is in force, keeps the
     /// response open while the client keeps the connection, and ends the lease when it closes.
     private func hold(
-        _ lease: LeaseRequest, maximum: LeaseDuration?, head: HTTPRequestHead, requester: Requester, channel: any Channel,
+        _ choice: ProfileChoice, _ lease: LeaseRequest, maximum: LeaseDuration?, head: HTTPRequestHead, requester: Requester, channel: any Channel,
         parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     ) async throws {
@@ -212,7 +212,7 @@ struct ControlServer: Sendable {
         let held: (leaseID: UInt64, status: StatusResponse)
         do {
             held = try await router.conditioner.hold(
-                lease.profile, by: requester, maximum: maximum, force: lease.force ?? false,
+                choice, by: requester, maximum: maximum, force: lease.force ?? false,
                 replacingForeign: lease.replaceForeign ?? false, onEnd: ended
             )
         } catch {

@@ -8,6 +8,7 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
         public static let socketInUse = Code(rawValue: "socket-in-use")
         public static let socket = Code(rawValue: "socket")
         public static let netlink = Code(rawValue: "netlink")
+        public static let profiles = Code(rawValue: "profiles")
     }
 
     public var code: Code

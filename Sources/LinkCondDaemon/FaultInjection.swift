@@ -15,6 +15,11 @@ public final class FaultSwitch: Sendable {
     }
 
     private let armed = Mutex<(remaining: Int, fault: Fault)?>(nil)
+    private let steps = Mutex(0)
+
+    /// Netlink steps run (or faulted) since the daemon started: how a test learns how many
+    /// steps a change has, so that a loop over them cannot quietly shrink.
+    public var executedSteps: Int { steps.withLock { $0 } }
 
     public init() {}
 
@@ -26,7 +31,8 @@ public final class FaultSwitch: Sendable {
 
     /// The fault to inject at the step about to run, if any; counts the step otherwise.
     func faultForNextStep() -> Fault? {
-        armed.withLock { armed in
+        steps.withLock { $0 += 1 }
+        return armed.withLock { armed in
             guard let current = armed else { return nil }
             if current.remaining == 0 {
                 armed = nil

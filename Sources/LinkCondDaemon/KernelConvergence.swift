@@ -1,4 +1,6 @@
+import ControlAPI
 import Logging
+import Netlink
 import Profiles
 import Shaping
 
@@ -84,6 +86,26 @@ final class KernelConvergence {
         try engine.apply(plan)
         applied = plan
         return .rebuilt(deviations: deviations)
+    }
+
+    /// linkcond's qdiscs and classes on the interface and its IFB, with their counters; empty
+    /// when the kernel cannot be read.
+    func kernelObjects() -> [KernelObjectDocument] {
+        guard let survey = try? engine.survey(target) else { return [] }
+        func documents(_ device: String, qdiscs: [QdiscInfo], classes: [ClassInfo]) -> [KernelObjectDocument] {
+            let reserved = ReservedHandles.qdiscs + [ReservedHandles.ingress]
+            let objects = qdiscs.filter { reserved.contains($0.handle) }.map { ("qdisc \($0.kind) \($0.handle) parent \($0.parent)", $0.statistics) }
+                + classes.filter { $0.handle.qdisc == ReservedHandles.root }.map { ("class \($0.kind) \($0.handle) parent \($0.parent)", $0.statistics) }
+            return objects.map { object, statistics in
+                let counters = statistics ?? TrafficStatistics(packets: 0, bytes: 0, drops: 0, overlimits: 0, queuedPackets: 0, queuedBytes: 0)
+                return KernelObjectDocument(
+                    device: device, object: object, packets: counters.packets, bytes: counters.bytes, drops: counters.drops,
+                    overlimits: counters.overlimits, queuedPackets: counters.queuedPackets, queuedBytes: counters.queuedBytes
+                )
+            }
+        }
+        return documents(target.interface, qdiscs: survey.qdiscs, classes: survey.classes)
+            + documents(target.ifb, qdiscs: survey.ifbQdiscs, classes: survey.ifbClasses)
     }
 
     /// Removes every linkcond object from the target, whatever this daemon believes it applied.

@@ -48,6 +48,12 @@ public struct LinkCondDaemon: Service {
         for shadow in catalog.shadowed {
             logger.info("\(shadow.file) is overridden by \(shadow.by)")
         }
+        guard !catalog.entries.isEmpty else {
+            throw DaemonError(
+                code: .profiles,
+                message: "no profiles in \(configuration.profileDirectories.joined(separator: ", "))\(catalog.problems.isEmpty ? "" : " that load (\(catalog.problems.count) skipped, see above)"); give a directory of profile files with --profiles"
+            )
+        }
         logger.info("\(catalog.entries.count) profiles from \(configuration.profileDirectories.joined(separator: ", "))")
 
         let authorizer = Authorizer.system(groupName: configuration.groupName)

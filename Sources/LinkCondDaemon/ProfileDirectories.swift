@@ -3,12 +3,32 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Glibc
 
-/// Where profiles come from when `--profiles` is not given.
+/// Where profiles come from. One rule: the directories given with `--profiles` (or, without
+/// any, `/etc/linkcond/profiles`), then the built-in profiles. An earlier directory's profile
+/// overrides a later one of the same name.
 public enum ProfileDirectories {
-    /// `/etc/linkcond/profiles`, then the built-ins shipped with this binary.
-    public static func defaults(executablePath: String = CommandLine.arguments[0]) -> [String] {
-        [DaemonConfiguration.systemProfileDirectory] + (builtIn(executablePath: executablePath).map { [$0] } ?? [])
+    /// The search path. A directory given with `--profiles` must exist: a typo there would
+    /// otherwise leave the daemon with fewer profiles than meant, silently. The default
+    /// `/etc/linkcond/profiles` is optional.
+    public static func searchPath(
+        given: [String], builtIn includeBuiltIn: Bool, executablePath: String = CommandLine.arguments[0]
+    ) throws(DaemonError) -> [String] {
+        for directory in given {
+            var info = stat()
+            guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw DaemonError(
+                    code: .profiles,
+                    message: "the profile directory \(directory) (--profiles) does not exist or is not a directory; under systemd, /home and /tmp are hidden from the daemon (ProtectHome, PrivateTmp): use /etc/linkcond/profiles"
+                )
+            }
+        }
+        var path = given.isEmpty ? [DaemonConfiguration.systemProfileDirectory] : given
+        if includeBuiltIn, let builtIn = builtIn(executablePath: executablePath), !path.contains(builtIn) {
+            path.append(builtIn)
+        }
+        return path
     }
 
     /// The built-in profiles: `PREFIX/share/linkcond/profiles` next to an installed binary, or

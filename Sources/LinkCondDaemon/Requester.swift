@@ -25,9 +25,6 @@ public struct Requester: Sendable, Equatable, CustomStringConvertible {
         self.command = command
     }
 
-    /// The daemon itself: lease expiry, start-up recovery, shutdown.
-    public static let daemon = Requester(uid: getuid(), gid: getgid(), pid: getpid(), user: "linkcondd", command: "linkcondd")
-
     /// Completes what the kernel reported with the peer's user name, groups and command line.
     public static func fromPeer(uid: UInt32, gid: UInt32, pid: Int32) -> Requester {
         let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
@@ -46,11 +43,49 @@ public struct Requester: Sendable, Equatable, CustomStringConvertible {
         return line.dropFirst("Groups:".count).split(whereSeparator: \.isWhitespace).compactMap { UInt32($0) }
     }
 
-    /// `/proc/PID/cmdline` is NUL-separated; shown space-separated and capped for logs.
+    /// `/proc/PID/cmdline` is NUL-separated; shown space-separated, capped for logs, and with
+    /// what looks like a secret replaced by `***` (the history keeps it, and shows it to root
+    /// and the daemon's group).
     static func commandLine(fromProcCmdline data: Data) -> String {
         let words = data.split(separator: 0, omittingEmptySubsequences: true).map { String(decoding: $0, as: UTF8.self) }
-        let text = words.joined(separator: " ")
+        let text = redactingSecrets(words).joined(separator: " ")
         return text.count > 200 ? String(text.prefix(197)) + "..." : text
+    }
+
+    /// Words that name a secret: `--password`, `--api-key`, `TOKEN=...`, `-p` is not one.
+    private static let secretWords = ["pass", "secret", "token", "key", "auth", "credential", "cookie", "session"]
+
+    /// The arguments with secrets masked: the value after or in a secret-sounding option
+    /// (`--token X`, `--token=X`), a secret-sounding variable (`API_KEY=X`), and the password
+    /// of a URL (`https://user:X@host`).
+    static func redactingSecrets(_ words: [String]) -> [String] {
+        func soundsSecret(_ name: Substring) -> Bool {
+            let lowered = name.lowercased()
+            return secretWords.contains { lowered.contains($0) }
+        }
+        var result: [String] = []
+        var hideNext = false
+        for word in words {
+            if hideNext {
+                result.append("***")
+                hideNext = false
+                continue
+            }
+            if word.hasPrefix("-"), let equals = word.firstIndex(of: "=") {
+                result.append(soundsSecret(word[..<equals]) ? word[...equals] + "***" : word)
+            } else if word.hasPrefix("--"), soundsSecret(word.dropFirst(2)) {
+                result.append(word)
+                hideNext = true
+            } else if !word.hasPrefix("-"), let equals = word.firstIndex(of: "="), soundsSecret(word[..<equals]) {
+                result.append(word[...equals] + "***")
+            } else if let scheme = word.firstRange(of: "://"), let at = word[scheme.upperBound...].firstIndex(of: "@"),
+                      let colon = word[scheme.upperBound..<at].firstIndex(of: ":") {
+                result.append(word[..<word.index(after: colon)] + "***" + word[at...])
+            } else {
+                result.append(word)
+            }
+        }
+        return result
     }
 
     static func userName(_ uid: UInt32) -> String? {

@@ -21,10 +21,6 @@ public struct SystemdNotifier: Sendable {
         send("STOPPING=1")
     }
 
-    public func status(_ text: String) {
-        send("STATUS=\(text)")
-    }
-
     private func send(_ message: String) {
         guard let socketPath else { return }
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

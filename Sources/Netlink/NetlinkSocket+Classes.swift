@@ -5,11 +5,13 @@ public struct ClassInfo: Sendable, Equatable {
     public var handle: TrafficControlHandle
     public var parent: TrafficControlHandle
     public var kind: String
+    public var statistics: TrafficStatistics?
 
-    public init(handle: TrafficControlHandle, parent: TrafficControlHandle, kind: String) {
+    public init(handle: TrafficControlHandle, parent: TrafficControlHandle, kind: String, statistics: TrafficStatistics? = nil) {
         self.handle = handle
         self.parent = parent
         self.kind = kind
+        self.statistics = statistics
     }
 }
 
@@ -46,7 +48,8 @@ extension NetlinkSocket {
             ClassInfo(
                 handle: TrafficControlHandle(rawValue: rtnl_tc_get_handle(htbClass)),
                 parent: TrafficControlHandle(rawValue: rtnl_tc_get_parent(htbClass)),
-                kind: rtnl_tc_get_kind(htbClass).map { String(cString: $0) } ?? ""
+                kind: rtnl_tc_get_kind(htbClass).map { String(cString: $0) } ?? "",
+                statistics: TrafficStatistics(htbClass)
             )
         }
     }

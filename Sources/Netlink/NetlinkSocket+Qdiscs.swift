@@ -8,13 +8,15 @@ public struct QdiscInfo: Sendable, Equatable {
     public var kind: String
     /// Read back for netem qdiscs only.
     public var netem: NetemOptions?
+    public var statistics: TrafficStatistics?
 
-    public init(interfaceIndex: Int32, handle: TrafficControlHandle, parent: TrafficControlHandle, kind: String, netem: NetemOptions?) {
+    public init(interfaceIndex: Int32, handle: TrafficControlHandle, parent: TrafficControlHandle, kind: String, netem: NetemOptions?, statistics: TrafficStatistics? = nil) {
         self.interfaceIndex = interfaceIndex
         self.handle = handle
         self.parent = parent
         self.kind = kind
         self.netem = netem
+        self.statistics = statistics
     }
 }
 
@@ -69,7 +71,8 @@ extension NetlinkSocket {
                 handle: TrafficControlHandle(rawValue: rtnl_tc_get_handle(qdisc)),
                 parent: TrafficControlHandle(rawValue: rtnl_tc_get_parent(qdisc)),
                 kind: kind,
-                netem: kind == "netem" ? readNetem(qdisc) : nil
+                netem: kind == "netem" ? readNetem(qdisc) : nil,
+                statistics: TrafficStatistics(qdisc)
             )
         }
     }

@@ -1,3 +1,4 @@
+import NameMatching
 /// A name that matches no profile, with the names it might have meant.
 public struct UnknownProfileError: Error, Sendable, Equatable, CustomStringConvertible {
     public var query: String
@@ -14,11 +15,11 @@ public struct UnknownProfileError: Error, Sendable, Equatable, CustomStringConve
 
 extension ProfileCatalog {
     /// Finds a profile by display name (`Slow Net`) or file stem (`slow-net`), ignoring case,
-    /// spaces and punctuation.
+    /// spaces and punctuation (`slownet` too).
     public func entry(named query: String) throws(UnknownProfileError) -> CatalogEntry {
-        let wanted = profileSlug(query)
-        if !wanted.isEmpty, let match = entries.first(where: { profileSlug($0.profile.name) == wanted })
-            ?? entries.first(where: { profileSlug($0.stem) == wanted }) {
+        let wanted = compactSlug(query)
+        if !wanted.isEmpty, let match = entries.first(where: { compactSlug($0.profile.name) == wanted })
+            ?? entries.first(where: { compactSlug($0.stem) == wanted }) {
             return match
         }
         throw UnknownProfileError(query: query, suggestions: similarNames(to: query, among: entries.map(\.profile.name)))

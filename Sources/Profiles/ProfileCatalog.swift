@@ -1,3 +1,4 @@
+import NameMatching
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,3 +1,4 @@
+import NameMatching
 /// Reads one profile file.
 ///
 /// Walks the YAML node tree rather than using `Decodable`, so that every error can name the

@@ -40,10 +40,18 @@ struct Show: AsyncParsableCommand {
 }
 
 struct Activate: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Put the interface into a profile's condition; switching from another profile is seamless.")
+    static let configuration = CommandConfiguration(
+        abstract: "Put the interface into a condition; switching from another one is seamless.",
+        discussion: """
+            The condition is a profile (by display name or file name, ignoring case, spaces and \
+            punctuation), a profile file (./my-profile.yaml), or given by options: \
+            linkcond activate --rate 1Mbit --delay 100ms --loss 1%
+            """
+    )
 
     @OptionGroup var connection: ConnectionOptions
-    @Argument(help: "Display name or file name of the profile.") var name: String
+    @Argument(help: "A profile's name, or a profile file.") var name: String?
+    @OptionGroup(title: "Condition without a profile") var condition: ConditionOptions
     @Option(name: .customLong("for"), help: ArgumentHelp("Revert by itself after this long: 30s, 5m, 2h.", valueName: "duration"))
     var duration: String?
     @Flag(help: "Take over a lease another client holds.") var force = false
@@ -53,12 +61,20 @@ struct Activate: AsyncParsableCommand {
 
     func validate() throws {
         try validateDuration(duration)
+        _ = try ProfileSelection.resolve(argument: name, options: condition, commandName: "linkcond activate")
     }
 
     func run() async throws {
         let client = connection.client
+        let selection = try ProfileSelection.resolve(argument: name, options: condition, commandName: "linkcond activate")
         let status = try await withDaemon { () async throws(ControlClientError) in
-            try await client.activate(name, replaceForeign: replaceForeign, for: duration, force: force)
+            do throws(ControlClientError) {
+                return try await client.activate(
+                    selection.profile, definition: selection.definition, replaceForeign: replaceForeign, for: duration, force: force
+                )
+            } catch {
+                throw selection.explain(error)
+            }
         }
         if json {
             return try printJSON(status)
@@ -88,15 +104,19 @@ struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show the condition in force, on which interface, since when.")
 
     @OptionGroup var connection: ConnectionOptions
+    @Flag(name: [.short, .long], help: "Also show linkcond's qdiscs and classes in the kernel, with their counters.") var verbose = false
     @Flag(help: "Print the daemon's JSON answer.") var json = false
 
     func run() async throws {
         let client = connection.client
-        let status = try await withDaemon { () async throws(ControlClientError) in try await client.status() }
+        let status = try await withDaemon { () async throws(ControlClientError) in try await client.status(verbose: verbose) }
         if json {
             return try printJSON(status)
         }
         print(Format.status(status))
+        if let objects = status.kernel {
+            print(Format.kernelObjects(objects))
+        }
     }
 }
 

@@ -43,6 +43,17 @@ enum Format {
         }
     }
 
+    /// linkcond's objects in the kernel with their counters, one per line, like `tc -s` says them.
+    static func kernelObjects(_ objects: [KernelObjectDocument]) -> String {
+        guard !objects.isEmpty else { return "kernel: linkcond has nothing on the interface" }
+        let device = (objects.map(\.device.count).max() ?? 0) + 2
+        let object = (objects.map(\.object.count).max() ?? 0) + 2
+        return (["kernel:"] + objects.map { item in
+            "  " + item.device.padding(device) + item.object.padding(object)
+                + "sent \(item.packets) pkt (\(item.bytes) B), dropped \(item.drops), overlimits \(item.overlimits), queued \(item.queuedPackets) pkt (\(item.queuedBytes) B)"
+        }).joined(separator: "\n")
+    }
+
     static func profile(_ profile: ProfileDocument) -> String {
         var lines = [profile.name]
         if !profile.description.isEmpty { lines.append(profile.description) }

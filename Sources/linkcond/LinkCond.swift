@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlAPI
 import ControlClient
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -6,6 +7,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Glibc
+import NameMatching
 
 @main
 struct LinkCond: AsyncParsableCommand {
@@ -13,14 +15,72 @@ struct LinkCond: AsyncParsableCommand {
         commandName: "linkcond",
         abstract: "Switch the network condition linkcondd puts on an interface: Slow Net, Nasty Net, Black Hole, ...",
         discussion: """
-            Profiles are found by display name ("Slow Net") or file name ("slow-net"), ignoring case.
-            Changing the condition needs root or membership in linkcondd's group (linkcond by default);
-            everyone may read the status.
+            Profiles are found by display name ("Slow Net") or file name ("slow-net"), ignoring \
+            case, spaces and punctuation. Changing the condition needs root or membership in \
+            linkcondd's group (linkcond by default); everyone may read the status. \
+            'linkcond doctor' checks what a first run needs.
             """,
-        subcommands: [List.self, Show.self, Activate.self, Off.self, Release.self, Status.self, Run.self, History.self, Reload.self]
+        version: LinkCondVersion.current,
+        subcommands: [
+            List.self, Show.self, Activate.self, Off.self, Release.self, Status.self, Run.self,
+            History.self, Reload.self, Doctor.self,
+        ]
     )
 
     @OptionGroup var connection: ConnectionOptions
+
+    /// Exit status of a command line that names no command, or one that does not exist.
+    static let usageError: Int32 = 64
+
+    /// A bare `linkcond` says how to use it on stderr and fails; a mistyped command gets a
+    /// suggestion when one is close. Everything else is the parser's.
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let problem = usageProblem(arguments) {
+            warn(problem)
+            Glibc.exit(usageError)
+        }
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    /// What is wrong with a command line before the parser sees it, if anything.
+    static func usageProblem(_ arguments: [String]) -> String? {
+        var rest = arguments[...]
+        // Options that may stand before the command.
+        while let first = rest.first, first.hasPrefix("-") {
+            if ["-h", "--help", "--version", "--generate-completion-script", "--experimental-dump-help"].contains(where: { first.hasPrefix($0) }) {
+                return nil
+            }
+            rest = rest.dropFirst(first == "--socket" ? 2 : 1)
+        }
+        let names = configuration.subcommands.map { $0._commandName } + ["help"]
+        guard let word = rest.first else {
+            return "no command given\n" + shortUsage(names: names)
+        }
+        guard !names.contains(word) else { return nil }
+        if let close = closestName(to: word, among: names) {
+            return "'\(word)' is not a linkcond command; did you mean '\(close)'?"
+        }
+        return "'\(word)' is not a linkcond command\n" + shortUsage(names: names)
+    }
+
+    static func shortUsage(names: [String]) -> String {
+        """
+        usage: linkcond [--socket PATH] COMMAND ...
+        commands: \(names.filter { $0 != "help" }.joined(separator: ", "))
+        e.g. linkcond list; sudo linkcond activate "Slow Net"; linkcond status; sudo linkcond off
+        'linkcond --help' and 'linkcond help COMMAND' tell more.
+        """
+    }
 }
 
 /// Runs a request, turning a failure into one line on stderr and a non-zero exit.

@@ -24,7 +24,8 @@ struct Run: AsyncParsableCommand {
     }
 
     @OptionGroup var connection: ConnectionOptions
-    @Option(help: "Display name or file name of the profile.") var profile: String
+    @Option(help: "A profile's name, or a profile file.") var profile: String?
+    @OptionGroup(title: "Condition without a profile") var condition: ConditionOptions
     @Option(name: .customLong("for"), help: ArgumentHelp("Restore the previous condition after this long even if the command still runs.", valueName: "duration"))
     var duration: String?
     @Flag(help: "Take over a lease another client holds.") var force = false
@@ -33,6 +34,7 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         try validateDuration(duration)
+        _ = try ProfileSelection.resolve(argument: profile, options: condition, commandName: "linkcond run")
         guard !arguments.isEmpty else {
             throw ValidationError("give the command to run after --, e.g. linkcond run --profile \"Slow Net\" -- npm test")
         }
@@ -45,7 +47,11 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let client = connection.client
-        let request = LeaseRequest(profile: profile, for: duration, force: force ? true : nil, replaceForeign: replaceForeign ? true : nil)
+        let selection = try ProfileSelection.resolve(argument: profile, options: condition, commandName: "linkcond run")
+        let request = LeaseRequest(
+            profile: selection.profile, definition: selection.definition, for: duration,
+            force: force ? true : nil, replaceForeign: replaceForeign ? true : nil
+        )
         let arguments = self.arguments
         let told = Atomic<Bool>(false)
         let outcome: (Int32, LeaseOutcome)
@@ -54,11 +60,11 @@ struct Run: AsyncParsableCommand {
                 told.store(true, ordering: .relaxed)
                 warn(Format.leaseInterruption(heard))
             }) { status in
-                warn("\(status.profile?.name ?? profile) on \(status.interface) while \(arguments[0]) runs")
+                warn("\(status.profile?.name ?? "the condition") on \(status.interface) while \(arguments[0]) runs")
                 return try await ChildProcess.run(arguments)
             }
         } catch let error as ControlClientError {
-            warn("\(error.message); \(arguments[0]) did not run")
+            warn("\(selection.explain(error).message); \(arguments[0]) did not run")
             throw ExitCode(Status.linkcondFailed)
         } catch let error as ChildProcess.LaunchError {
             warn(error.description)

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import LinkCondDaemon
+import HostFacts
 import Logging
 import NIOPosix
 import ServiceLifecycle
@@ -29,10 +30,13 @@ struct DaemonCommand: ParsableCommand {
     var socket: String = DaemonConfiguration.defaultSocketPath
 
     @Option(name: .customLong("profiles"), help: ArgumentHelp(
-        "Directory of profile files; repeat to search several, earlier first. Default: \(DaemonConfiguration.systemProfileDirectory), then the built-in profiles.",
+        "Directory of profile files, searched before the built-in profiles; repeat for several, earlier first. It replaces the default, \(DaemonConfiguration.systemProfileDirectory), and must exist.",
         valueName: "dir"
     ))
     var profileDirectories: [String] = []
+
+    @Flag(help: "Leave out the built-in profiles: only the --profiles directories (or \(DaemonConfiguration.systemProfileDirectory)) count.")
+    var noBuiltinProfiles = false
 
     @Option(name: .customLong("exempt-port"), help: ArgumentHelp(
         "A port never shaped, as source or destination: 2222 (TCP), 5060/udp. Repeatable; adds to tcp/22.",
@@ -108,7 +112,9 @@ struct DaemonCommand: ParsableCommand {
         let configuration = DaemonConfiguration(
             interface: interface,
             socket: socketSource,
-            profileDirectories: profileDirectories.isEmpty ? ProfileDirectories.defaults() : profileDirectories.map(absolutePath),
+            profileDirectories: try ProfileDirectories.searchPath(
+                given: profileDirectories.map(absolutePath), builtIn: !noBuiltinProfiles
+            ),
             exemptions: try exemptions(),
             stateDirectory: absolutePath(stateDir),
             historyFile: absolutePath(historyFile),

@@ -130,16 +130,12 @@ struct DocumentJSONTests {
             == ActivateRequest(profile: "slow-net", replaceForeign: nil))
     }
 
-    @Test("ActivateRequest without a profile does not decode")
-    func activateRequestNeedsProfile() throws {
-        let error = try #require(throws: DecodingError.self) {
-            try decode(ActivateRequest.self, from: #"{"replaceForeign":true}"#)
-        }
-        guard case .keyNotFound(let key, _) = error else {
-            Issue.record("expected keyNotFound, got \(error)")
-            return
-        }
-        #expect(key.stringValue == "profile")
+    @Test("ActivateRequest names a profile or brings a definition (the daemon requires one of them)")
+    func activateRequestProfileOrDefinition() throws {
+        #expect(try decode(ActivateRequest.self, from: #"{"replaceForeign":true}"#) == ActivateRequest(replaceForeign: true))
+        let defined = try decode(ActivateRequest.self, from: #"{"definition":{"yaml":"name: x\n","source":"command line"}}"#)
+        #expect(defined.definition == ProfileDefinition(yaml: "name: x\n", source: "command line"))
+        #expect(defined.profile == nil)
     }
 
     @Test("ActivateRequest with a profile of the wrong type does not decode")

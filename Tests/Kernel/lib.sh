@@ -201,24 +201,74 @@ run_capture() {
     OUT=$(timeout "$t" "$@" 2>&1) || RC=$?
 }
 
-# tree_signature: "none" when linkcond has nothing on the interface, else a digest of every
-# qdisc and class on the interface and its IFB, as tc reads them back (no statistics). Text, not
-# `tc -j`: iproute2 6.1 prints invalid JSON for htb classes.
-tree_signature() {
+# tree_text: every qdisc, class and filter linkcond could have on the interface and its IFB, as
+# tc reads them back (no statistics), one line per object, sorted. Filter handles, u32 hash-table
+# numbering and action indexes are what the kernel numbers by creation order, so they are left
+# out: a rebuilt tree and a re-adopted one compare equal when they hold the same objects.
+# Text, not `tc -j`: iproute2 6.1 prints invalid JSON for htb classes.
+tree_text() {
     cli sh -c '
-        qdiscs=$(tc qdisc show dev "$1" | grep -v "^qdisc noqueue 0: " | sort)
-        classes=$(tc class show dev "$1" | sort)
-        if ip link show "$2" >/dev/null 2>&1; then
-            ifb=$( { tc qdisc show dev "$2"; tc class show dev "$2"; } | sort)
-        else
-            ifb=absent
+        dev=$1 ifb=$2
+        objects() {
+            tc qdisc show dev "$1" | grep -v "^qdisc noqueue 0: "
+            tc class show dev "$1"
+            for parent in 7a00: ffff:; do
+                tc filter show dev "$1" parent "$parent" 2>/dev/null
+            done | awk "
+                /^filter/ { if (record != \"\") print record; record = \$0; next }
+                { sub(/^ +/, \" \"); record = record \$0 }
+                END { if (record != \"\") print record }" |
+                sed -E "s/ fh [0-9a-f:]+//; s/ order [0-9]+//; s/ key ht [0-9a-f]+ bkt [0-9a-f]+//;
+                        s/ index [0-9]+ ref [0-9]+ bind [0-9]+//g; s/ (not_)?in_hw//g; s/ +$//" |
+                grep -v " ht divisor "
+        }
+        objects "$dev" | sed "s/^/$dev: /"
+        if ip link show "$ifb" >/dev/null 2>&1; then
+            objects "$ifb" | sed "s/^/ifb: /"
         fi
-        if [ -z "$qdiscs" ] && [ -z "$classes" ] && [ "$ifb" = absent ]; then
-            echo none
-        else
-            printf "%s|%s|%s" "$qdiscs" "$classes" "$ifb" | sha1sum | cut -c1-12
-        fi
-    ' _ "$IF_C" "$IFB"
+    ' _ "$IF_C" "$IFB" | sort
+}
+
+# tree_signature: "none" when linkcond has nothing on the interface, else a digest of tree_text:
+# every qdisc, class and filter on the interface and its IFB.
+tree_signature() {
+    local text
+    text=$(tree_text)
+    if [[ -z $text ]]; then
+        echo none
+    else
+        printf '%s' "$text" | sha1sum | cut -c1-12
+    fi
+}
+
+# downlink_state: sends 3 IPv4 and 3 IPv6 datagrams from the server to a closed port of the
+# client (downlink) and says where they went: "shaped" when all six passed the IFB's bulk netem
+# (sent, queued or dropped by it), "unshaped" when there is no ingress qdisc and no IFB and all
+# six reached the client's UDP stack, else what was seen.
+downlink_state() {
+    local before after ifb_before ifb_after v4 v6
+    ifb_total() {
+        cli tc -s -j qdisc show dev "$IFB" 2>/dev/null |
+            jq '[.[] | select(.handle == "7a10:") | (.packets // 0) + (.drops // 0) + (.qlen // 0)] | add // -1' 2>/dev/null || echo -1
+    }
+    noports() {
+        cli awk '$1 == "Udp:" && $2 ~ /^[0-9]+$/ { v4 = $3 } $1 == "Udp6NoPorts" { v6 = $2 } END { print v4 + 0, v6 + 0 }' /proc/net/snmp /proc/net/snmp6
+    }
+    ifb_before=$(ifb_total)
+    before=$(noports)
+    srv bash -c 'for i in 1 2 3; do echo probe >"/dev/udp/$1/9"; echo probe >"/dev/udp/$2/9"; done' _ "$C4" "$C6" 2>/dev/null || true
+    sleep 0.4
+    ifb_after=$(ifb_total)
+    after=$(noports)
+    v4=$(( ${after% *} - ${before% *} ))
+    v6=$(( ${after#* } - ${before#* } ))
+    if ((ifb_before >= 0 && ifb_after - ifb_before >= 6)); then
+        echo shaped
+    elif ((ifb_after < 0)) && ! cli tc qdisc show dev "$IF_C" ingress | grep -q ingress && ((v4 == 3 && v6 == 3)); then
+        echo unshaped
+    else
+        echo "unclear(ifb+$((ifb_after - ifb_before)),v4+$v4,v6+$v6)"
+    fi
 }
 
 # bulk_netem: the uplink bulk netem as tc shows it, a quick probe of which profile is in force.

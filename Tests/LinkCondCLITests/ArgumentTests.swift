@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 @testable import linkcond
 import Testing
 
@@ -53,5 +54,81 @@ struct ArgumentTests {
         #expect(command.profile == "Slow Net")
         #expect(command.arguments == ["npm", "test", "--", "-v"])
         #expect(throws: (any Error).self) { try LinkCond.parseAsRoot(["run", "--profile", "Slow Net"]) }
+    }
+}
+
+@Suite("Conditions given as options")
+struct ConditionOptionTests {
+    @Test("Options become a profile: shared values for both directions, per-direction ones win")
+    func definition() throws {
+        let command = try #require(try LinkCond.parseAsRoot(["activate", "--rate", "1Mbit", "--delay", "100ms", "--up-loss", "5%", "--dns-delay", "1s"]) as? Activate)
+        let yaml = command.condition.definition.yaml
+        #expect(yaml.contains("downlink:\n  bandwidth: \"1Mbit\"\n  delay: \"100ms\"\n"))
+        #expect(yaml.contains("uplink:\n  bandwidth: \"1Mbit\"\n  delay: \"100ms\"\n  loss: \"5%\"\n"))
+        #expect(yaml.contains("dns:\n  delay: \"1s\"\n"))
+        #expect(command.condition.option(for: "uplink.loss") == "--up-loss")
+        #expect(command.condition.option(for: "downlink.bandwidth") == "--rate")
+    }
+
+    @Test("A value cannot break out of its field")
+    func quoting() throws {
+        let command = try #require(try LinkCond.parseAsRoot(["activate", "--rate", "1Mbit\"\nname: evil"]) as? Activate)
+        #expect(command.condition.definition.yaml.contains(#"bandwidth: "1Mbit\"\nname: evil""#))
+    }
+
+    @Test("A profile and options together, or neither, is refused before anything is sent")
+    func exactlyOne() {
+        #expect(throws: (any Error).self) { try LinkCond.parseAsRoot(["activate", "Slow Net", "--rate", "1Mbit"]) }
+        #expect(throws: (any Error).self) { try LinkCond.parseAsRoot(["activate"]) }
+    }
+
+    @Test("Mistyped commands get a suggestion only when one is close; a bare linkcond gets usage")
+    func usage() {
+        #expect(LinkCond.usageProblem(["actvate", "x"])?.contains("did you mean 'activate'") == true)
+        #expect(LinkCond.usageProblem(["--socket", "/s", "stauts"])?.contains("did you mean 'status'") == true)
+        #expect(LinkCond.usageProblem(["zzzzzz"])?.contains("did you mean") == false)
+        #expect(LinkCond.usageProblem([])?.contains("usage: linkcond") == true)
+        #expect(LinkCond.usageProblem(["status"]) == nil)
+        #expect(LinkCond.usageProblem(["--version"]) == nil)
+    }
+}
+
+@Suite("doctor")
+struct DoctorTests {
+    /// A fake root with the files doctor reads.
+    func root(config: String?, modulesDep: String, loaded: [String], ubuntu: Bool = false) throws -> String {
+        let root = "/tmp/lc-doctor-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: root + "/lib/modules/6.9.0/", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/proc/sys/kernel", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
+        try modulesDep.write(toFile: root + "/lib/modules/6.9.0/modules.dep", atomically: true, encoding: .utf8)
+        if let config {
+            try FileManager.default.createDirectory(atPath: root + "/boot", withIntermediateDirectories: true)
+            try config.write(toFile: root + "/boot/config-6.9.0", atomically: true, encoding: .utf8)
+        }
+        for module in loaded {
+            try FileManager.default.createDirectory(atPath: root + "/sys/module/\(module)", withIntermediateDirectories: true)
+        }
+        try (ubuntu ? "ID=ubuntu\n" : "ID=debian\n").write(toFile: root + "/etc/os-release", atomically: true, encoding: .utf8)
+        return root
+    }
+
+    @Test("A kernel with netem as a module passes; one without fails, naming the fix for Ubuntu")
+    func modules() throws {
+        let dep = ["sch_netem", "sch_htb", "sch_ingress", "ifb", "cls_u32", "act_mirred"]
+            .map { "kernel/net/sched/\($0).ko.xz: kernel/net/core/x.ko.xz" }.joined(separator: "\n")
+        let good = try root(config: nil, modulesDep: dep, loaded: ["sch_htb"])
+        defer { try? FileManager.default.removeItem(atPath: good) }
+        #expect(KernelModules.findings(release: "6.9.0", root: good).allSatisfy { $0.level == .ok })
+
+        let config = "CONFIG_NET_SCH_HTB=y\n# CONFIG_NET_SCH_NETEM is not set\nCONFIG_NET_SCH_INGRESS=y\nCONFIG_IFB=y\nCONFIG_NET_CLS_U32=y\nCONFIG_NET_ACT_MIRRED=y\n"
+        let bad = try root(config: config, modulesDep: "", loaded: [], ubuntu: true)
+        defer { try? FileManager.default.removeItem(atPath: bad) }
+        let findings = KernelModules.findings(release: "6.9.0", root: bad)
+        let netem = try #require(findings.first { $0.topic == "kernel sch_netem" })
+        #expect(netem.level == .fail)
+        #expect(netem.message.contains("CONFIG_NET_SCH_NETEM is not set"))
+        #expect(netem.fix?.contains("linux-modules-extra-6.9.0") == true)
+        #expect(findings.filter { $0.level == .ok }.count == 5)
     }
 }

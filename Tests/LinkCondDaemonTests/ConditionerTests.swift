@@ -331,12 +331,12 @@ struct CrashScenario: Sendable, CustomStringConvertible {
     ]
 
     func prepare(_ conditioner: Conditioner) async throws {
-        if let from { _ = try await conditioner.activate(from, by: TestDaemon.root) }
+        if let from { _ = try await conditioner.activate(.named(from), by: TestDaemon.root) }
     }
 
     func change(_ conditioner: Conditioner) async throws {
         if let to {
-            _ = try await conditioner.activate(to, by: TestDaemon.root)
+            _ = try await conditioner.activate(.named(to), by: TestDaemon.root)
         } else {
             _ = try await conditioner.deactivate(by: TestDaemon.root)
         }

@@ -243,3 +243,50 @@ struct ControlRouterTests {
         #expect(retried.status == .ok)
     }
 }
+
+@Suite("Profiles given with the request")
+struct AdHocProfileTests {
+    let kernel = FakeKernel(interfaces: ["eth0"])
+    let router: ControlRouter
+
+    init() {
+        router = ControlRouter(conditioner: TestDaemon.conditioner(kernel: kernel), authorizer: TestDaemon.authorizer)
+    }
+
+    func put(_ body: String) async -> ControlReply {
+        await router.respond(to: ControlRequest(method: .PUT, uri: "/v1/condition", body: Array(body.utf8), requester: TestDaemon.root))
+    }
+
+    @Test("A definition is applied, and status and history say what it is")
+    func applied() async throws {
+        let body = #"{"definition": {"yaml": "name: ad hoc\ndescription: \"--rate 1Mbit\"\ndownlink:\n  bandwidth: \"1Mbit\"\n", "source": "command line"}}"#
+        let reply = await put(body)
+        #expect(reply.status == .ok)
+        let status = try JSONDecoder().decode(StatusResponse.self, from: Data(reply.body))
+        #expect(status.profile?.name == "ad hoc")
+        #expect(status.profile?.file == "command line")
+        #expect(status.profile?.downlink.bandwidth == "1Mbit")
+        #expect(kernel.devices["lc-eth0"] != nil)
+    }
+
+    @Test("A bad definition is a 400 naming the field, exactly as a profile file's error would", arguments: [
+        (#"{"definition": {"yaml": "name: x\nuplink: { loss: 120% }\n", "source": "/home/a/p.yaml"}}"#, "uplink.loss", "/home/a/p.yaml:2: uplink.loss"),
+        (#"{"definition": {"yaml": "name: x\nuplink: { delay: 1ms, jitter: 2ms }\n", "source": "command line"}}"#, "uplink.jitter", "larger than the delay"),
+        (#"{"definition": {"yaml": "name: x\nuplnk: {}\n", "source": "command line"}}"#, "uplnk", "did you mean 'uplink'"),
+    ])
+    func refused(body: String, field: String, message: String) async throws {
+        let reply = await put(body)
+        #expect(reply.status == .badRequest)
+        let error = try JSONDecoder().decode(ErrorResponse.self, from: Data(reply.body))
+        #expect(error.error.code == "bad-profile")
+        #expect(error.error.problem?.field == field)
+        #expect(error.error.message.contains(message))
+        #expect(kernel.executed.isEmpty)
+    }
+
+    @Test("Both a name and a definition, or neither, is a 400")
+    func exactlyOne() async {
+        #expect(await put(#"{"profile": "Slow Net", "definition": {"yaml": "name: x\n", "source": "s"}}"#).status == .badRequest)
+        #expect(await put(#"{"force": true}"#).status == .badRequest)
+    }
+}

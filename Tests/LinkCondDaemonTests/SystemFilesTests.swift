@@ -1,6 +1,7 @@
 import ControlAPI
 import Foundation
 @testable import LinkCondDaemon
+import HostFacts
 import Testing
 
 @Suite("Reading the system")
@@ -52,5 +53,51 @@ struct HistoryFileTests {
         #expect(history.recent(1).first?.time == "t\(ConditionHistory.fileLimit)")
         let reopened = ConditionHistory(file: file)
         #expect(reopened.recent(ConditionHistory.kept).map(\.time) == history.recent(ConditionHistory.kept).map(\.time))
+    }
+}
+
+@Suite("Command lines without their secrets")
+struct RedactionTests {
+    @Test("Secrets in options, variables and URLs are masked; the rest stays", arguments: [
+        (["curl", "--token", "abc", "-o", "x"], "curl --token *** -o x"),
+        (["tool", "--password=hunter2", "--port=22"], "tool --password=*** --port=22"),
+        (["env", "API_KEY=s3cret", "HOME=/root", "pytest"], "env API_KEY=*** HOME=/root pytest"),
+        (["git", "clone", "https://alice:pw@example.com/r.git"], "git clone https://alice:***@example.com/r.git"),
+        (["ssh", "-p", "2222", "host"], "ssh -p 2222 host"),
+        (["npm", "test", "--", "--grep", "offline"], "npm test -- --grep offline"),
+    ])
+    func masks(words: [String], expected: String) {
+        let data = Data(words.joined(separator: "\0").utf8)
+        #expect(Requester.commandLine(fromProcCmdline: data) == expected)
+    }
+
+    @Test("Users outside the group see the program, not its arguments")
+    func publicView() {
+        let holder = HolderDocument(uid: 1000, user: "alice", pid: 42, command: "/usr/bin/pytest -k offline --token ***")
+        #expect(holder.withoutArguments.command == "pytest")
+        #expect(holder.withoutArguments.uid == 1000)
+    }
+}
+
+@Suite("Where profiles come from")
+struct ProfileDirectoryTests {
+    @Test("Given directories, then the built-ins; the default only without --profiles")
+    func searchPath() throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let executable = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug/linkcondd").standardized.path
+        let builtIn = try #require(ProfileDirectories.builtIn(executablePath: executable))
+        #expect(try ProfileDirectories.searchPath(given: [directory.path], builtIn: true, executablePath: executable) == [directory.path, builtIn])
+        #expect(try ProfileDirectories.searchPath(given: [directory.path], builtIn: false, executablePath: executable) == [directory.path])
+        #expect(try ProfileDirectories.searchPath(given: [], builtIn: true, executablePath: executable) == ["/etc/linkcond/profiles", builtIn])
+    }
+
+    @Test("A --profiles directory that does not exist stops the daemon, saying why")
+    func missing() {
+        let error = #expect(throws: DaemonError.self) {
+            try ProfileDirectories.searchPath(given: ["/nonexistent/profiles"], builtIn: true)
+        }
+        #expect(error?.message.contains("/nonexistent/profiles") == true)
+        #expect(error?.code == .profiles)
     }
 }

@@ -1,4 +1,5 @@
 import Profiles
+import NameMatching
 import Testing
 
 @Suite("LinkConditions, Profile and ProfileError")

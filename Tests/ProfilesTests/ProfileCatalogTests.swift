@@ -260,11 +260,16 @@ struct ProfileCatalogLookupTests {
             try Self.catalog.entry(named: "net")
         }
         #expect(error.suggestions == ["Nasty Net", "Slow Net"])
-        // "e" is in three names and two edits from "3G": four candidates, three shown.
-        let many = try #require(throws: UnknownProfileError.self) {
+        // A letter is in many names and near many more: nothing is close, so nothing is said.
+        let vague = try #require(throws: UnknownProfileError.self) {
             try Self.catalog.entry(named: "e")
         }
-        #expect(many.suggestions == ["Black Hole", "Nasty Net", "Slow Net"])
+        #expect(vague.suggestions.isEmpty)
+        let typo = try #require(throws: UnknownProfileError.self) {
+            try Self.catalog.entry(named: "slwo net")
+        }
+        #expect(typo.suggestions == ["Slow Net"])
+        #expect(try Self.catalog.entry(named: "slownet").profile.name == "Slow Net", "spaces and punctuation are ignored")
     }
 
     @Test("the error explains itself", arguments: [

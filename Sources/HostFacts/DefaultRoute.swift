@@ -14,7 +14,7 @@ public enum DefaultRoute {
     }
 
     /// Reads `/proc/net/route`: `Iface Destination Gateway Flags RefCnt Use Metric Mask ...`, hex.
-    static func interface(inIPv4RouteTable table: String) -> String? {
+    package static func interface(inIPv4RouteTable table: String) -> String? {
         let routeIsUp = 0x1
         let candidates = table.split(separator: "\n").dropFirst().compactMap { line -> (String, Int)? in
             let fields = line.split(whereSeparator: \.isWhitespace)
@@ -29,7 +29,7 @@ public enum DefaultRoute {
     }
 
     /// Reads `/proc/net/ipv6_route`: `dest prefixlen src srcprefixlen nexthop metric refcnt use flags iface`.
-    static func interface(inIPv6RouteTable table: String) -> String? {
+    package static func interface(inIPv6RouteTable table: String) -> String? {
         let candidates = table.split(separator: "\n").compactMap { line -> (String, Int)? in
             let fields = line.split(whereSeparator: \.isWhitespace)
             guard fields.count >= 10,

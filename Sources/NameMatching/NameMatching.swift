@@ -1,3 +1,5 @@
+/// Name matching shared by the daemon (profile names) and the client (command names).
+
 /// Lower-case words joined by dashes: `Slow Net` -> `slow-net`, `WiFi 802.11ac` -> `wifi-802-11ac`.
 ///
 /// Display names and file stems both reduce to this form, so either finds a profile.
@@ -16,12 +18,14 @@ public func profileSlug(_ name: String) -> String {
     return slug
 }
 
-/// Levenshtein distance between two strings, counted in characters.
-func editDistance(_ lhs: String, _ rhs: String) -> Int {
+/// Edit distance between two strings in characters, where swapping two neighbours counts as
+/// one edit (optimal string alignment): `nmae` is one typo away from `name`.
+public func editDistance(_ lhs: String, _ rhs: String) -> Int {
     let left = Array(lhs)
     let right = Array(rhs)
     if left.isEmpty { return right.count }
     if right.isEmpty { return left.count }
+    var beforePrevious = [Int](repeating: 0, count: right.count + 1)
     var previous = Array(0...right.count)
     var current = [Int](repeating: 0, count: right.count + 1)
     for i in 1...left.count {
@@ -29,20 +33,25 @@ func editDistance(_ lhs: String, _ rhs: String) -> Int {
         for j in 1...right.count {
             let substitution = previous[j - 1] + (left[i - 1] == right[j - 1] ? 0 : 1)
             current[j] = min(previous[j] + 1, current[j - 1] + 1, substitution)
+            if i > 1, j > 1, left[i - 1] == right[j - 2], left[i - 2] == right[j - 1] {
+                current[j] = min(current[j], beforePrevious[j - 2] + 1)
+            }
         }
-        swap(&previous, &current)
+        (beforePrevious, previous, current) = (previous, current, beforePrevious)
     }
     return previous[right.count]
 }
 
-/// Candidates that look like `query`: close in spelling, or containing it, best first.
-func similarNames(to query: String, among candidates: [String], limit: Int = 3) -> [String] {
+/// Candidates that look like `query`, best first: close in spelling (a typo or two, more for
+/// long names), or containing it when it is long enough to mean something. Nothing when
+/// nothing is close: a suggestion that is not is noise.
+public func similarNames(to query: String, among candidates: [String], limit: Int = 3) -> [String] {
     let wanted = profileSlug(query)
     guard !wanted.isEmpty else { return [] }
-    let tolerance = max(2, wanted.count / 3)
+    let tolerance = max(1, min(3, wanted.count / 3))
     let scored = candidates.compactMap { candidate -> (String, Int)? in
         let slug = profileSlug(candidate)
-        if slug.contains(wanted) || wanted.contains(slug) {
+        if wanted.count >= 3, slug.count >= 3, slug.contains(wanted) || wanted.contains(slug) {
             return (candidate, 0)
         }
         let distance = editDistance(wanted, slug)
@@ -58,30 +67,12 @@ func similarNames(to query: String, among candidates: [String], limit: Int = 3) 
 }
 
 /// The single closest candidate within spelling distance, for "did you mean" on field names.
-func closestName(to query: String, among candidates: [String]) -> String? {
+public func closestName(to query: String, among candidates: [String]) -> String? {
     similarNames(to: query, among: candidates, limit: 1).first
 }
 
-/// Orders names as people read them: case-insensitively, and runs of digits by their value
-/// (`3G` before `100% Loss`, `WiFi` before `WiFi 802.11ac`).
-func namesInReadingOrder(_ lhs: String, _ rhs: String) -> Bool {
-    var left = lhs.lowercased()[...]
-    var right = rhs.lowercased()[...]
-    while let l = left.first, let r = right.first {
-        if l.isASCII, l.isNumber, r.isASCII, r.isNumber {
-            let leftDigits = left.prefix { $0.isASCII && $0.isNumber }
-            let rightDigits = right.prefix { $0.isASCII && $0.isNumber }
-            let leftValue = leftDigits.drop { $0 == "0" }
-            let rightValue = rightDigits.drop { $0 == "0" }
-            if leftValue.count != rightValue.count { return leftValue.count < rightValue.count }
-            if leftValue != rightValue { return leftValue < rightValue }
-            left = left.dropFirst(leftDigits.count)
-            right = right.dropFirst(rightDigits.count)
-        } else {
-            if l != r { return l < r }
-            left = left.dropFirst()
-            right = right.dropFirst()
-        }
-    }
-    return left.isEmpty && !right.isEmpty
+/// The slug without its dashes: `slownet`, `slow-net` and `Slow Net` all match `slownet`, so
+/// names match ignoring case, spaces and punctuation.
+public func compactSlug(_ name: String) -> String {
+    profileSlug(name).filter { $0 != "-" }
 }
