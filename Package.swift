@@ -126,7 +126,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "LinkCondCLITests", dependencies: ["linkcond"]),
+        .testTarget(name: "LinkCondCLITests", dependencies: ["linkcond", "CChildProcess"]),
         // Fuzzing (scripts/fuzz): every parser of hostile bytes as a function of them, and an
         // executable that hands them to libFuzzer, or replays files in an ordinary build.
         .target(

@@ -3,8 +3,10 @@
 
 #include <pthread.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -105,6 +107,45 @@ void linkcond_forward_to(pid_t child) {
         pending_signal = 0;
         kill(child, pending);
     }
+}
+
+/// Descriptors open when the process started, sorted; few (0, 1, 2, and what a shell gave).
+static int inherited[256];
+static size_t inherited_count = 0;
+
+/// Calls `each` with every open descriptor but the directory's own.
+static void for_each_descriptor(void (*each)(int)) {
+    DIR *directory = opendir("/proc/self/fd");
+    if (directory == NULL) return;
+    int own = dirfd(directory);
+    struct dirent *entry;
+    while ((entry = readdir(directory)) != NULL) {
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+        int fd = atoi(entry->d_name);
+        if (fd != own) each(fd);
+    }
+    closedir(directory);
+}
+
+static void note(int fd) {
+    if (inherited_count < sizeof(inherited) / sizeof(inherited[0])) inherited[inherited_count++] = fd;
+}
+
+void linkcond_note_inherited_descriptors(void) {
+    inherited_count = 0;
+    for_each_descriptor(note);
+}
+
+static void close_on_exec_unless_inherited(int fd) {
+    for (size_t i = 0; i < inherited_count; i++) {
+        if (inherited[i] == fd) return;
+    }
+    int flags = fcntl(fd, F_GETFD);
+    if (flags >= 0 && !(flags & FD_CLOEXEC)) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+void linkcond_close_own_descriptors_on_exec(void) {
+    for_each_descriptor(close_on_exec_unless_inherited);
 }
 
 void linkcond_stop_forwarding(void) {

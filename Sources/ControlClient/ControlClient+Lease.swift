@@ -43,6 +43,10 @@ extension ControlClient {
         }
         let outcome = OutcomeBox()
         var result: Result?
+        // Set once `body` has run: from then on a broken connection is an outcome, not an
+        // error, and what `body` threw is what the caller gets.
+        var bodyRan = false
+        var bodyFailure: (any Error)?
         do {
             try await channel.executeThenClose { inbound, outbound in
                 let payload = try JSONEncoder().encode(lease)
@@ -86,7 +90,12 @@ extension ControlClient {
                         throw ControlClientError(code: .badResponse, message: "linkcondd closed the lease connection before the lease began")
                     }
                     let active = try first.get()
-                    result = try await body(active.status)
+                    do {
+                        result = try await body(active.status)
+                    } catch {
+                        bodyFailure = error
+                    }
+                    bodyRan = true
                     // Half-close: the daemon ends the lease, answers with a last line and hangs up.
                     outbound.finish()
                     let said = await Self.waitUntil(watcher, timeout: Self.leaseGoodbyeTimeout)
@@ -96,12 +105,15 @@ extension ControlClient {
                     }
                 }
             }
-        } catch let error as ControlClientError where result == nil {
+        } catch let error as ControlClientError where !bodyRan {
             throw error
-        } catch where result == nil {
+        } catch where !bodyRan {
             throw connectionError(error)
         } catch {
             outcome.value.withLock { if $0 == nil { $0 = .connectionLost("\(error)") } }
+        }
+        if let bodyFailure {
+            throw bodyFailure
         }
         guard let result else {
             throw ControlClientError(code: .badResponse, message: "linkcondd closed the lease connection before the lease began")

@@ -4,6 +4,10 @@ import CYAML
 ///
 /// Anchors and aliases are resolved; tags are ignored (every scalar is text).
 struct YAMLComposer: ~Copyable {
+    /// Deeper nesting is refused: a profile needs three levels, and composing recurses, so an
+    /// unbounded depth would let a hostile file overflow the stack.
+    static let maximumDepth = 32
+
     private let parser: UnsafeMutablePointer<yaml_parser_t>
     private var anchors: [String: YAMLNode] = [:]
 
@@ -38,7 +42,7 @@ struct YAMLComposer: ~Copyable {
         default:
             throw unexpected("a document", at: first)
         }
-        let root = try node(startingWith: try next())
+        let root = try node(startingWith: try next(), depth: 1)
         guard case .documentEnd = try next().kind else { throw unexpected("the end of the document") }
         let after = try next()
         guard case .streamEnd = after.kind else {
@@ -47,7 +51,10 @@ struct YAMLComposer: ~Copyable {
         return root
     }
 
-    private mutating func node(startingWith event: Event) throws(YAMLSyntaxError) -> YAMLNode {
+    private mutating func node(startingWith event: Event, depth: Int) throws(YAMLSyntaxError) -> YAMLNode {
+        guard depth <= Self.maximumDepth else {
+            throw YAMLSyntaxError(line: event.line, problem: "nested more than \(Self.maximumDepth) levels deep")
+        }
         let composed: YAMLNode
         switch event.kind {
         case .scalar(let value):
@@ -57,8 +64,8 @@ struct YAMLComposer: ~Copyable {
             while true {
                 let keyEvent = try next()
                 if case .mappingEnd = keyEvent.kind { break }
-                let key = try node(startingWith: keyEvent)
-                pairs.append((key, try node(startingWith: try next())))
+                let key = try node(startingWith: keyEvent, depth: depth + 1)
+                pairs.append((key, try node(startingWith: try next(), depth: depth + 1)))
             }
             composed = .mapping(pairs, line: event.line)
         case .sequenceStart:
@@ -66,7 +73,7 @@ struct YAMLComposer: ~Copyable {
             while true {
                 let itemEvent = try next()
                 if case .sequenceEnd = itemEvent.kind { break }
-                items.append(try node(startingWith: itemEvent))
+                items.append(try node(startingWith: itemEvent, depth: depth + 1))
             }
             composed = .sequence(items, line: event.line)
         case .alias(let name):

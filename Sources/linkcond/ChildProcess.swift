@@ -27,6 +27,7 @@ enum ChildProcess {
         }
         linkcond_catch_forwarded_signals()
         defer { linkcond_stop_forwarding() }
+        linkcond_close_own_descriptors_on_exec()
         let pid = try spawn(executable, arguments: arguments, environment: environment)
         linkcond_forward_to(pid)
         return await waitForExit(pid)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CChildProcess
 import ControlAPI
 import ControlClient
 #if canImport(FoundationEssentials)
@@ -35,6 +36,7 @@ struct LinkCond: AsyncParsableCommand {
     /// A bare `linkcond` says how to use it on stderr and fails; a mistyped command gets a
     /// suggestion when one is close. Everything else is the parser's.
     static func main() async {
+        linkcond_note_inherited_descriptors()
         let arguments = Array(CommandLine.arguments.dropFirst())
         if let problem = usageProblem(arguments) {
             warn(problem)

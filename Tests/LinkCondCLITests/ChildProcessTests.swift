@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 @testable import linkcond
+import CChildProcess
 import Testing
 
 /// These install process-wide signal handlers: one at a time.
@@ -68,5 +69,26 @@ struct ChildProcessTests {
         kill(getpid(), signalNumber)
         let status = try await child.value
         #expect(status == expected)
+    }
+}
+
+@Suite("linkcond run's command gets linkcond's inherited descriptors, not its own", .serialized)
+struct ChildDescriptorTests {
+    @Test("A socket linkcond opened stays out; a descriptor linkcond was given is passed on")
+    func descriptors() async throws {
+        // As if the shell had given linkcond fd 7 for the command: noted before anything else.
+        let given = open("/etc/hostname", O_RDONLY)
+        #expect(dup2(given, 7) == 7)
+        close(given)
+        linkcond_note_inherited_descriptors()
+        // A socket linkcond opens itself, without close-on-exec, like its lease connection.
+        let own = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(own); close(7) }
+        let file = "/tmp/lc-fds-\(UUID().uuidString.prefix(8))"
+        defer { unlink(file) }
+        #expect(try await ChildProcess.run(["/bin/sh", "-c", "exec ls -l /proc/self/fd > \(file)"]) == 0)
+        let listing = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(listing.contains(" 7 -> /etc/hostname"))
+        #expect(!listing.contains("socket:"), "\(listing)")
     }
 }

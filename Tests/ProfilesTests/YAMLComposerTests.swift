@@ -57,3 +57,14 @@ struct YAMLComposerTests {
         #expect(error?.problem.contains(problem) == true, "problem: \(error?.problem ?? "")")
     }
 }
+
+@Suite("YAML from a hostile file")
+struct HostileYAMLTests {
+    @Test("Deep nesting is an error, not a stack overflow (found by the profile fuzzer)")
+    func deepNesting() {
+        for text in [String(repeating: "[", count: 100_000), String(repeating: "{a: ", count: 5_000), String(repeating: "- ", count: 5_000) + "x"] {
+            #expect(throws: (any Error).self) { try ProfileParser.parse(yaml: "name: x\nuplink: " + text, file: "deep.yaml") }
+        }
+        #expect(throws: Never.self) { _ = try? YAMLComposer.compose(String(repeating: "[", count: 31) + String(repeating: "]", count: 31)) }
+    }
+}

@@ -24,4 +24,13 @@ void linkcond_forward_to(pid_t child);
 /// Back to the default dispositions, after the child has ended.
 void linkcond_stop_forwarding(void);
 
+/// Notes the descriptors this process was started with. Call first thing in main: those are the
+/// ones a wrapped command is meant to get too (`linkcond run -- cmd 3<file`).
+void linkcond_note_inherited_descriptors(void);
+
+/// Marks close-on-exec every descriptor this process opened itself since (its sockets, the
+/// lease connection among them), so that the command does not hold them open: a lease must
+/// end when linkcond dies, not when the command does.
+void linkcond_close_own_descriptors_on_exec(void);
+
 #endif
