@@ -7,6 +7,7 @@ DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+SYSCONFDIR ?= /etc
 
 RELEASE := .build/release
 GENERATED := .build/generated
@@ -14,7 +15,7 @@ GENERATED := .build/generated
 # `make && sudo make install` does not run the toolchain again as root.
 GENERATED_STAMP := $(GENERATED)/.complete
 
-.PHONY: all build test unit-test kernel-test demo bench install uninstall generated clean
+.PHONY: all build test unit-test kernel-test demo bench fuzz install uninstall generated clean
 
 all: generated
 
@@ -42,6 +43,10 @@ demo:
 bench:
 	scripts/bench
 
+## A million runs of each fuzzer (scripts/fuzz); the bounded runs of `make test` are shorter.
+fuzz:
+	scripts/fuzz
+
 ## Shell completions and man pages, generated from the command-line definitions.
 generated: build
 	rm -rf $(GENERATED) && mkdir -p $(GENERATED)
@@ -60,19 +65,25 @@ generated: build
 $(GENERATED_STAMP):
 	$(MAKE) generated
 
+# systemd is running and this is the real system, not a staging directory for a package.
+LIVE_SYSTEMD = [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null
+
 ## Installs binaries, built-in profiles, systemd units, completions and man pages under
-## $(DESTDIR)$(PREFIX). Then: systemd-sysusers; systemctl daemon-reload; systemctl enable --now linkcondd.socket linkcondd
+## $(DESTDIR)$(PREFIX), the example options file as /etc/default/linkcondd (kept if present)
+## and /etc/linkcond/profiles. On a live systemd machine it also creates the group and reloads
+## systemd; `systemctl enable --now linkcondd.socket` then starts it.
 install: $(GENERATED_STAMP)
 	install -Dm755 $(RELEASE)/linkcondd $(DESTDIR)$(BINDIR)/linkcondd
 	install -Dm755 $(RELEASE)/linkcond $(DESTDIR)$(BINDIR)/linkcond
 	install -d $(DESTDIR)$(DATADIR)/linkcond/profiles
 	install -m644 profiles/*.yaml $(DESTDIR)$(DATADIR)/linkcond/profiles/
+	install -d $(DESTDIR)$(SYSCONFDIR)/linkcond/profiles
+	[ -e $(DESTDIR)$(SYSCONFDIR)/default/linkcondd ] || install -Dm644 systemd/linkcondd.default $(DESTDIR)$(SYSCONFDIR)/default/linkcondd
 	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/linkcondd.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service
 	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service
 	install -m644 systemd/linkcondd.socket $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.socket
 	install -Dm644 systemd/linkcond.sysusers $(DESTDIR)$(SYSUSERSDIR)/linkcond.conf
-	install -Dm644 systemd/linkcondd.default $(DESTDIR)$(DATADIR)/doc/linkcond/linkcondd.default
 	for tool in linkcond linkcondd; do \
 		install -Dm644 $(GENERATED)/$$tool.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/$$tool && \
 		install -Dm644 $(GENERATED)/_$$tool $(DESTDIR)$(DATADIR)/zsh/site-functions/_$$tool && \
@@ -80,10 +91,19 @@ install: $(GENERATED_STAMP)
 	done
 	install -d $(DESTDIR)$(MANDIR)/man1
 	install -m644 $(GENERATED)/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	if $(LIVE_SYSTEMD); then \
+		systemd-sysusers $(SYSUSERSDIR)/linkcond.conf && systemctl daemon-reload; \
+	fi
 
+## Stops and disables the units, then removes what `install` put in place. What stays, on
+## purpose: /etc/default/linkcondd and /etc/linkcond (your settings and profiles), the history
+## in /var/lib/linkcond, and the linkcond group.
 uninstall:
+	if $(LIVE_SYSTEMD); then \
+		systemctl disable --now linkcondd.socket linkcondd.service 2>/dev/null || true; \
+	fi
 	rm -f $(DESTDIR)$(BINDIR)/linkcondd $(DESTDIR)$(BINDIR)/linkcond
-	rm -rf $(DESTDIR)$(DATADIR)/linkcond $(DESTDIR)$(DATADIR)/doc/linkcond
+	rm -rf $(DESTDIR)$(DATADIR)/linkcond
 	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.socket
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/linkcond.conf
 	for tool in linkcond linkcondd; do \
@@ -91,6 +111,8 @@ uninstall:
 			$(DESTDIR)$(DATADIR)/fish/vendor_completions.d/$$tool.fish; \
 	done
 	rm -f $(DESTDIR)$(MANDIR)/man1/linkcond.*1 $(DESTDIR)$(MANDIR)/man1/linkcond.1 $(DESTDIR)$(MANDIR)/man1/linkcondd.1
+	if $(LIVE_SYSTEMD); then systemctl daemon-reload; fi
+	@echo "uninstall: kept $(SYSCONFDIR)/default/linkcondd, $(SYSCONFDIR)/linkcond, /var/lib/linkcond (history) and the linkcond group; remove them by hand if you want them gone (docs/operations.md)"
 
 clean:
 	rm -rf .build

@@ -3,6 +3,9 @@
 tables of docs/performance.md and the plots beside it.
 
 usage: report.py RESULTS_DIR PLOTS_DIR   (prints Markdown on stdout)
+
+Exits 1 when any row with a target misses it, or when a part's results are missing: a missing
+measurement is a failure, not a pass.
 """
 
 import json
@@ -12,6 +15,8 @@ import sys
 from bisect import bisect_right
 
 Z99 = 2.576
+# The fastest shaped rate of the grid: an unshaped direction must carry at least this much.
+UNSHAPED_FLOOR_BPS = 500e6
 
 
 def load(path, default=None):
@@ -144,11 +149,13 @@ def hitless(results):
         beyond = max(0, math.ceil(lost - upper))
         rows.append("| %s | %d | %d | **%d** | %d | %.0f (%.0f) | **%d** |" % (
             direction, data["sent"], in_switch, unshaped, lost, expected, upper, beyond))
-        summary[direction] = {"sent": data["sent"], "unshaped": unshaped, "lost": lost, "expected": expected, "upper": upper, "beyond": beyond}
+        summary[direction] = {"sent": data["sent"], "unshaped": unshaped, "lost": lost, "expected": expected, "upper": upper, "beyond": beyond,
+                              "ok": data["sent"] > 0 and in_switch > 0 and unshaped == 0 and beyond == 0}
     tcp_line = "TCP transfer across all %d switches: sent %s bytes, received %s, %s." % (
         len(switches), tcp.get("sent"), tcp.get("received"),
         "connection intact" if not tcp.get("error") and tcp.get("received") == tcp.get("sent") else "BROKEN: %s" % tcp.get("error"))
     summary["tcp"] = tcp
+    summary["tcp_ok"] = bool(tcp) and not tcp.get("error") and tcp.get("received") == tcp.get("sent") and (tcp.get("sent") or 0) > 0
     return "\n".join(rows) + "\n\n" + tcp_line, summary
 
 
@@ -166,7 +173,7 @@ def judge(row):
         return "no result", False
     if row["kind"] == "bandwidth":
         if row["profile"] == "unshaped":
-            return "ceiling", True
+            return ("not limited: %.0f Mbit/s, at least %.0f" % (m / 1e6, UNSHAPED_FLOOR_BPS / 1e6)), m >= UNSHAPED_FLOOR_BPS
         err = (m - c) / c
         return "%+.1f%%" % (100 * err), abs(err) <= 0.05
     if row["kind"] in ("delay", "dns"):
@@ -279,13 +286,48 @@ def plots(rows, methods, plots_dir):
     return made
 
 
+def targets(methods, native_data, hitless_summary, footprint, rows, passed):
+    """Every figure with a target, and whether it met it; a missing figure misses."""
+    by = dict(methods)
+    checks = []
+
+    def ratio(label):
+        base, other = by.get("linkcond"), by.get(label)
+        return other["p50Milliseconds"] / base["p50Milliseconds"] if base and other else None
+
+    for label, floor in (("tc script", 20), ("tcconfig", 200)):
+        r = ratio(label)
+        checks.append(("switch p50, %s / linkcond" % label, "%s" % ("%.0f×" % r if r else "missing"), ">= %d×" % floor, r is not None and r >= floor))
+    if native_data:
+        checks.append(("native switch p50 (estimate)", "%.2f ms" % native_data["estimatedSwitchP50Milliseconds"], "<= 1 ms", native_data["estimatedSwitchP50Milliseconds"] <= 1))
+        checks.append(("native switch p99 (estimate)", "%.2f ms" % native_data["estimatedSwitchP99Milliseconds"], "<= 5 ms", native_data["estimatedSwitchP99Milliseconds"] <= 5))
+    else:
+        checks.append(("native switch", "missing", "measured", False))
+    for direction in ("up", "down"):
+        d = hitless_summary.get(direction) if hitless_summary else None
+        checks.append(("hitless %s: unshaped and lost beyond the profiles" % direction,
+                       "%d, %d" % (d["unshaped"], d["beyond"]) if d else "missing", "0, 0", bool(d and d["ok"])))
+    checks.append(("hitless TCP transfer", "intact" if hitless_summary and hitless_summary.get("tcp_ok") else "broken or missing", "intact",
+                   bool(hitless_summary and hitless_summary.get("tcp_ok"))))
+    if footprint:
+        rss = footprint["rss_after_10000_switches_kib"] * 1.024 / 1000
+        checks.append(("RSS after 10 000 switches", "%.1f MB" % rss, "<= 15 MB", rss <= 15))
+        checks.append(("idle 60 s: CPU", "%d ticks" % footprint["idle_cpu_ticks"], "0", footprint["idle_cpu_ticks"] == 0))
+    else:
+        checks.append(("footprint", "missing", "measured", False))
+    checks.append(("fidelity rows within target", "%d of %d" % (passed, len(rows)), "all, and some", len(rows) > 0 and passed == len(rows)))
+    lines = ["| target | measured | wanted | met |", "|---|---|---|---|"]
+    lines += ["| %s | %s | %s | %s |" % (name, measured, wanted, "yes" if ok else "**no**") for name, measured, wanted, ok in checks]
+    return "\n".join(lines), [name for name, _, _, ok in checks if not ok]
+
+
 def main():
     results, plots_dir = sys.argv[1], sys.argv[2]
     machine = load(os.path.join(results, "machine.json"), {})
     footprint = load(os.path.join(results, "footprint.json"), {})
     lat_table, methods = latency(results)
-    native_table, _ = native(results)
-    hit_table, _ = hitless(results)
+    native_table, native_data = native(results)
+    hit_table, hit_summary = hitless(results)
     fid_tables, rows, passed = fidelity(results)
     made = plots(rows, methods, plots_dir)
 
@@ -317,6 +359,12 @@ def main():
     print(fid_tables + "\n")
     for path in made:
         print("![%s](%s)" % (os.path.basename(path), os.path.relpath(path, "docs")))
+    target_table, missed = targets(methods, native_data, hit_summary, footprint, rows, passed)
+    print("\n### Targets\n")
+    print(target_table)
+    if missed:
+        print("report: %d target(s) missed: %s" % (len(missed), "; ".join(missed)), file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -216,6 +216,13 @@ measure_rtt() {
     done
 }
 
+# lost_percent RECEIVED COUNT: the loss in percent, or null when the probe gave no count (a
+# missing result must never read as "nothing arrived").
+lost_percent() {
+    [[ $1 =~ ^[0-9]+$ ]] || { echo null; return; }
+    awk -v r="$1" -v n="$2" 'BEGIN { printf "%.3f", 100 * (1 - r / n) }'
+}
+
 # measure_loss NAME CONFIGURED_PERCENT [COUNT]
 measure_loss() {
     local name=$1 configured=$2 count=${3:-2000} task
@@ -224,9 +231,8 @@ measure_loss() {
     for task in "up:$S4" "down:$S4" "up:$S6" "down:$S6"; do
         local dir=${task%%:*} family received
         family=$([[ ${task#*:} == "$S4" ]] && echo ipv4 || echo ipv6)
-        received=$(jq --arg t "$task" '.[] | select(.task == $t) | .received' "$WORK/loss.json")
-        fidelity loss "$name" "$dir" "$family" "$configured" \
-            "$(awk -v r="${received:-0}" -v n="$count" 'BEGIN { printf "%.3f", 100 * (1 - r / n) }')" % probe ",\"count\":$count"
+        received=$(jq --arg t "$task" '.[] | select(.task == $t) | .received' "$WORK/loss.json" 2>/dev/null)
+        fidelity loss "$name" "$dir" "$family" "$configured" "$(lost_percent "$received" "$count")" % probe ",\"count\":$count"
     done
 }
 
@@ -297,9 +303,9 @@ for stem in "${SHIPPED[@]}"; do
     if [[ $up_loss != 0 || $down_loss != 0 ]]; then
         probe_cli 300 loss --ctl "$CTL" --count 1000 --gap 0.002 --task "up:$S4" --task "down:$S4" >"$WORK/loss.json" || true
         for dir in up down; do
-            received=$(jq --arg t "$dir:$S4" '.[] | select(.task == $t) | .received' "$WORK/loss.json")
+            received=$(jq --arg t "$dir:$S4" '.[] | select(.task == $t) | .received' "$WORK/loss.json" 2>/dev/null)
             configured=$([[ $dir == up ]] && echo "$up_loss" || echo "$down_loss")
-            fidelity loss "$stem" "$dir" ipv4 "$configured" "$(awk -v r="${received:-0}" 'BEGIN { printf "%.3f", 100 * (1 - r / 1000) }')" % probe ',"count":1000'
+            fidelity loss "$stem" "$dir" ipv4 "$configured" "$(lost_percent "$received" 1000)" % probe ',"count":1000'
         done
     fi
 done
