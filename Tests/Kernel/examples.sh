@@ -3,7 +3,7 @@
 # machine set up the way the README's quick start expects: systemd as init, linkcond installed
 # by the quick start itself, the default route on an interface named eth0, and example.com a
 # web server on the far side of it. Runs in the systemd container of the test VM:
-#   scripts/vm-run --systemd -- scripts/in-systemd-container -- Tests/Kernel/examples.sh
+#   make && scripts/vm-run --systemd -- Tests/Kernel/examples.sh
 # The quick start's `make` finds the release build the host made (`make` before the VM).
 set -euo pipefail
 

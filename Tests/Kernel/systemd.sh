@@ -111,8 +111,11 @@ chmod 755 "$T/observe-stoppost"
 mkdir -p "$units/$SVC.d"
 sed "s|@BINDIR@|$BIN|g" "$REPO/systemd/linkcondd.service.in" >"$units/$SVC"
 cp "$REPO/systemd/linkcondd.socket" "$units/"
+# EnvironmentFile= is reset: an /etc/default/linkcondd from an installed linkcond would override
+# the test's options.
 cat >"$units/$SVC.d/test.conf" <<CONF
 [Service]
+EnvironmentFile=
 Environment="LINKCONDD_OPTIONS=--interface $IF --profiles $REPO/profiles --profiles $T/profiles"
 ReadWritePaths=$T/stoppost
 ExecStopPost=$T/observe-stoppost
@@ -149,7 +152,7 @@ note "states of $SVC seen while the first request waited: $(tr '\n' ' ' <"$WORK/
 note "the first request was answered after ${answered}s"
 check_equal "a connection to the socket starts the service and gets an answer" "$IF" \
     "$( [[ -n $status ]] && jq -r '.interface' <<<"$status" 2>/dev/null || echo "no answer")"
-check_equal "Type=notify: active, with the status text sent with READY=1" "active, 'shaping lcsd0'" \
+check_equal "Type=notify: active, with the status text sent with READY=1" "active, 'shaping $IF'" \
     "$(prop ActiveState), '$(prop StatusText)'"
 main=$(prop MainPID)
 holders=$(ss -xlpn | awk -v s="$CTL_SOCK" '$5 == s' || true)
@@ -234,13 +237,13 @@ check_bool "SIGKILL: the restored tree is the one before the kill" "identical (t
 # --- journald: linkcondd starts each stderr line with its priority (<5>); journald must take
 # it as the priority and strip it. "ready:" is a notice, the broken profile a warning.
 log "journald priorities"
-starts=$(journal_json | jq -s '[.[] | select(._PID == "1" and (.MESSAGE | startswith("Started linkcondd.service")))] | length')
+starts=$(journal_json | jq -s '[.[] | select(._PID == "1" and (.MESSAGE | tostring | startswith("Started linkcondd.service")))] | length')
 notice_lines=$(journalctl -u "$SVC" -p notice -o cat --no-pager 2>/dev/null | grep -c "^ready: shaping $IF" || true)
 info_lines=$(journalctl -u "$SVC" -p info..info -o cat --no-pager 2>/dev/null | grep -c "^ready: shaping $IF" || true)
 check_bool "journalctl -p notice finds every 'ready:' line, -p info none" "$starts starts: $starts with -p notice, 0 with -p info" \
     "$notice_lines with -p notice, $info_lines with -p info" \
     "$([[ $starts -ge 3 && $notice_lines == "$starts" && $info_lines == 0 ]]; echo $?)"
-warnings=$(journal_json | jq -r 'select(.MESSAGE | test("skipping profile: .*broken\\.yaml")) | .PRIORITY' | sort | uniq -c | awk '{ printf "%s x%s ", $2, $1 }')
+warnings=$(journal_json | jq -r 'select(.MESSAGE | tostring | test("skipping profile: .*broken\\.yaml")) | .PRIORITY' | sort | uniq -c | awk '{ printf "%s x%s ", $2, $1 }')
 check_bool "a warning line (broken profile) has priority warning (4)" "only 4, once per start" "${warnings:-no line}" \
     "$([[ $warnings == "4 x$starts " ]]; echo $?)"
 prefixed=$(journal_json | jq -s '[.[] | select(.MESSAGE | type == "string" and test("^<[0-7]>"))] | length')
