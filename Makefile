@@ -19,9 +19,12 @@ GENERATED_STAMP := $(GENERATED)/.complete
 
 all: generated
 
-## Release build of linkcondd and linkcond.
+## Release build of linkcondd and linkcond: the Swift runtime linked in (the binaries need
+## no toolchain where they are installed, start faster and take less memory), optimized for size.
+RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -Osize
 build:
-	swift build -c release
+	swift build $(RELEASE_FLAGS) --product linkcondd
+	swift build $(RELEASE_FLAGS) --product linkcond
 
 ## Everything, from a bare machine: setup, unit tests, and the kernel suite in a VM.
 test:
@@ -47,19 +50,20 @@ bench:
 fuzz:
 	scripts/fuzz
 
-## Shell completions and man pages, generated from the command-line definitions.
+## Shell completions and man pages, generated from the command-line definitions of the
+## binaries just built (swift-argument-parser's generate-manual, built on its own).
 generated: build
-	rm -rf $(GENERATED) && mkdir -p $(GENERATED)
+	rm -rf $(GENERATED) && mkdir -p $(GENERATED)/man
 	for tool in linkcond linkcondd; do \
 		$(RELEASE)/$$tool --generate-completion-script bash > $(GENERATED)/$$tool.bash && \
 		$(RELEASE)/$$tool --generate-completion-script zsh > $(GENERATED)/_$$tool && \
 		$(RELEASE)/$$tool --generate-completion-script fish > $(GENERATED)/$$tool.fish || exit 1; \
 	done
-	swift package --allow-writing-to-package-directory generate-manual --configuration release --multi-page \
-		--authors "linkcond contributors"
-	mkdir -p $(GENERATED)/man
-	cp .build/plugins/GenerateManual/outputs/*/*.1 $(GENERATED)/man/
-	rm -f $(GENERATED)/man/*.help.1 $(GENERATED)/man/linkcond-bench*.1
+	swift build --product generate-manual
+	for tool in linkcond linkcondd; do \
+		"$$(swift build --show-bin-path)/generate-manual" $(RELEASE)/$$tool --multi-page \
+			--authors "linkcond contributors" --output-directory $(GENERATED)/man || exit 1; \
+	done
 	touch $(GENERATED_STAMP)
 
 $(GENERATED_STAMP):

@@ -77,7 +77,7 @@ let package = Package(
         .executableTarget(
             name: "linkcondd",
             dependencies: [
-                "LinkCondDaemon", "HostFacts",
+                "LinkCondDaemon", "HostFacts", "ControlAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -99,6 +99,8 @@ let package = Package(
             name: "linkcond",
             dependencies: [
                 "ControlClient", "ControlAPI", "CChildProcess", "NameMatching", "HostFacts",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

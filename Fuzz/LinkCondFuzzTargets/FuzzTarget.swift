@@ -44,21 +44,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     private static func request(_ bytes: [UInt8]) {
         let channel = EmbeddedChannel()
         let collector = RequestCollector()
-        var limits = ControlLimits()
-        limits.maximumBodyBytes = 4096
-        var decoderLimits = NIOHTTPDecoderLimitConfiguration()
-        decoderLimits.maxHeaderFieldSize = limits.maximumHeaderFieldBytes
-        decoderLimits.maxHeaderListSize = limits.maximumHeaderBytes
-        decoderLimits.maxHeaderFieldCount = limits.maximumHeaderFields
         do {
-            try channel.pipeline.syncOperations.addHandlers([
-                ConnectionGuard.FrontEnd(),
-                HTTPResponseEncoder(),
-                ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: decoderLimits)),
-                HTTPServerPipelineHandler(),
-                ConnectionGuard(limits: limits),
-                collector,
-            ])
+            try channel.pipeline.syncOperations.addHandlers(ControlServer.httpHandlers(limits: .standard) + [collector])
             try channel.connect(to: SocketAddress(unixDomainSocketPath: "/fuzz")).wait()
         } catch {
             return

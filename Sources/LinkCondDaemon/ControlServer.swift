@@ -13,7 +13,7 @@ import Synchronization
 
 /// HTTP/1.1 over the daemon's Unix socket, one task per connection, each connection tagged
 /// with its peer's credentials and held to `ControlLimits`.
-struct ControlServer: Sendable {
+package struct ControlServer: Sendable {
     let socket: SocketSource
     let router: ControlRouter
     let group: any EventLoopGroup
@@ -111,17 +111,23 @@ struct ControlServer: Sendable {
     }
 
     private func addHTTPHandlers(to channel: any Channel) throws {
+        try channel.pipeline.syncOperations.addHandlers(Self.httpHandlers(limits: limits))
+    }
+
+    /// What turns a control connection's bytes into requests, held to `limits`: the same for
+    /// the server, its tests and the fuzzer.
+    package static func httpHandlers(limits: ControlLimits) -> [any ChannelHandler] {
         var decoderLimits = NIOHTTPDecoderLimitConfiguration()
         decoderLimits.maxHeaderFieldSize = limits.maximumHeaderFieldBytes
         decoderLimits.maxHeaderListSize = limits.maximumHeaderBytes
         decoderLimits.maxHeaderFieldCount = limits.maximumHeaderFields
-        try channel.pipeline.syncOperations.addHandlers([
+        return [
             ConnectionGuard.FrontEnd(),
             HTTPResponseEncoder(),
             ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: decoderLimits)),
             HTTPServerPipelineHandler(),
             ConnectionGuard(limits: limits),
-        ])
+        ]
     }
 
     /// Serves until the listening socket closes, then ends every connection still open.

@@ -9,6 +9,8 @@ import Foundation
 #endif
 import Glibc
 import NameMatching
+import NIOCore
+import NIOPosix
 
 @main
 struct LinkCond: AsyncParsableCommand {
@@ -37,6 +39,8 @@ struct LinkCond: AsyncParsableCommand {
     /// suggestion when one is close. Everything else is the parser's.
     static func main() async {
         linkcond_note_inherited_descriptors()
+        // One connection at a time needs one event loop thread: fewer threads, less memory.
+        NIOSingletons.groupLoopCountSuggestion = 1
         let arguments = Array(CommandLine.arguments.dropFirst())
         if let problem = usageProblem(arguments) {
             warn(problem)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlAPI
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -20,7 +21,8 @@ struct DaemonCommand: ParsableCommand {
             shaping and exit 0; SIGHUP re-reads the profile directories. TCP port 22 is never shaped \
             unless --no-ssh-exemption is given. Every local user may read the status; root and \
             members of --group may change it.
-            """
+            """,
+        version: LinkCondVersion.current
     )
 
     @Option(help: "Interface to shape. Default: the interface of the default route.")

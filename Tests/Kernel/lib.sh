@@ -5,17 +5,21 @@ KDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$KDIR/../.." && pwd)
 PROBE="$KDIR/probe.py"
 
-NS_C=lc-cli
-NS_S=lc-srv
-IF_C=veth-c
-IF_S=veth-s
-IFB=lc-veth-c
-C4=10.77.0.1
-S4=10.77.0.2
-C6=fd77::1
-S6=fd77::2
+# A lane is a topology of its own (namespaces, veth pair, addresses, daemon, work directory), so
+# that independent parts of the suite can run side by side in one VM: LC_LANE=1, 2, ... (empty
+# for the main one).
+LANE=${LC_LANE:-}
+NS_C=lc-cli$LANE
+NS_S=lc-srv$LANE
+IF_C=veth-c$LANE
+IF_S=veth-s$LANE
+IFB=lc-veth-c$LANE
+C4=10.77.${LANE:-0}.1
+S4=10.77.${LANE:-0}.2
+C6=fd77:${LANE:-0}::1
+S6=fd77:${LANE:-0}::2
 
-WORK=${LC_WORK:-/tmp/lc-kernel}
+WORK=${LC_WORK:-/tmp/lc-kernel$LANE}
 SOCK="$WORK/linkcond.sock"
 CTL="$WORK/probe.sock"
 RESULTS="$WORK/results.tsv"
@@ -210,20 +214,26 @@ tree_text() {
     cli sh -c '
         dev=$1 ifb=$2
         objects() {
-            tc qdisc show dev "$1" | grep -v "^qdisc noqueue 0: "
-            tc class show dev "$1"
-            for parent in 7a00: ffff:; do
-                tc filter show dev "$1" parent "$parent" 2>/dev/null
-            done | awk "
-                /^filter/ { if (record != \"\") print record; record = \$0; next }
-                { sub(/^ +/, \" \"); record = record \$0 }
-                END { if (record != \"\") print record }" |
+            # One tc for the device: every show in a batch (a process start costs much under
+            # emulation). Filters are joined into one line each before the kernel-numbered
+            # parts are dropped.
+            printf "qdisc show dev %s\nclass show dev %s\nfilter show dev %s parent 7a00:\nfilter show dev %s parent ffff:\n" \
+                "$1" "$1" "$1" "$1" | tc -force -batch - 2>/dev/null | awk "
+                /^qdisc noqueue 0: / { next }
+                /^(qdisc|class) / { flush(); print; next }
+                /^filter/ { flush(); record = \$0; next }
+                /^[ \t]*$/ { next }
+                /^[ \t]/ { if (record != \"\") { sub(/^[ \t]+/, \" \"); record = record \$0 } else print; next }
+                { flush(); print }
+                function flush() { if (record != \"\") print record; record = \"\" }
+                END { flush() }" |
                 sed -E "s/ fh [0-9a-f:]+//; s/ order [0-9]+//; s/ key ht [0-9a-f]+ bkt [0-9a-f]+//;
-                        s/ index [0-9]+ ref [0-9]+ bind [0-9]+//g; s/ (not_)?in_hw//g; s/ +$//" |
+                        s/ index [0-9]+ ref [0-9]+ bind [0-9]+//g; s/ (not_)?in_hw//g;
+                        s/ direct_packets_stat [0-9]+//; s/ +$//" |
                 grep -v " ht divisor "
         }
         objects "$dev" | sed "s/^/$dev: /"
-        if ip link show "$ifb" >/dev/null 2>&1; then
+        if [ -e "/sys/class/net/$ifb" ]; then
             objects "$ifb" | sed "s/^/ifb: /"
         fi
     ' _ "$IF_C" "$IFB" | sort

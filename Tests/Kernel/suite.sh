@@ -150,13 +150,14 @@ done
 
 # oneway_field FILE DIRECTION FIELD: a one-way statistic from probe.py oneway, or null.
 oneway_field() { json "$1" ".$2.$3 // null"; }
-declare -A BASE_ONEWAY BASE_ONEWAY_MIN
+declare -A BASE_ONEWAY BASE_ONEWAY_MIN BASE_ONEWAY_LOW
 for host in "$S4" "$S6"; do
     probe_cli 120 oneway --host "$host" --ctl "$CTL" --rate 20 --duration 3 >"$WORK/oneway.base.$host.json" ||
         fatal "baseline one-way probe failed"
     for dir in up down; do
         BASE_ONEWAY[$dir:$host]=$(oneway_field "$WORK/oneway.base.$host.json" "$dir" median_ms)
         BASE_ONEWAY_MIN[$dir:$host]=$(oneway_field "$WORK/oneway.base.$host.json" "$dir" min_ms)
+        BASE_ONEWAY_LOW[$dir:$host]=$(json "$WORK/oneway.base.$host.json" ".$dir.quantiles_ms[\"0.1\"] // null")
         r=$(oneway_field "$WORK/oneway.base.$host.json" "$dir" received)
         m=${BASE_ONEWAY[$dir:$host]}
         st=FAIL
@@ -212,13 +213,15 @@ for t in "${TARGETS[@]}"; do
     esac
 done
 
-# Delay one way, per direction: a delay applied in the wrong direction cannot pass.
+# Delay one way, per direction: a delay applied in the wrong direction cannot pass. Compared at
+# the 10th percentile, shaped against unshaped: the emulated receiver's wake-up latency, which
+# varies with the machine's load between the two measurements, moves the upper quantiles.
 for host in "$S4" "$S6"; do
     probe_cli 120 oneway --host "$host" --ctl "$CTL" --rate 10 --duration 4 >"$WORK/oneway.slow.$host.json" || true
     for dir in up down; do
-        note "one-way $dir $host: $(jq -c ".$dir | del(.quantiles_ms)" "$WORK/oneway.slow.$host.json" 2>/dev/null)"
-        check_delay "Slow Net one-way delay $dir $host" "$(oneway_field "$WORK/oneway.slow.$host.json" "$dir" median_ms)" \
-            "${BASE_ONEWAY[$dir:$host]}" 100
+        note "one-way $dir $host: $(jq -c ".$dir" "$WORK/oneway.slow.$host.json" 2>/dev/null)"
+        check_delay "Slow Net one-way delay $dir $host (10th percentile)" "$(json "$WORK/oneway.slow.$host.json" ".$dir.quantiles_ms[\"0.1\"] // null")" \
+            "${BASE_ONEWAY_LOW[$dir:$host]}" 100
     done
 done
 
@@ -359,6 +362,19 @@ arp=1
 tcp_echo_ok "$S4" 22 && arp=0
 check_bool "Black Hole ARP after neigh flush" "TCP/22 over IPv4 connects" "echo $([[ $arp == 0 ]] && echo ok || echo failed)" $arp
 
+# ------------------------------------------------------------------ 11, 12 (side by side)
+# Crash safety and rollback run in lanes of their own (Tests/Kernel/crash.sh: namespaces,
+# daemon and work directory each), side by side with the sections below, on the VM's other
+# CPU; the timing measurements above ran alone. Their checks join the summary at the end.
+log "11, 12. SIGKILL at every step and at random, and a failure at every step: in two lanes alongside"
+LANE_PIDS=()
+for lane in 1 2; do
+    parts=$([[ $lane == 1 ]] && echo "build" || echo "switch teardown random faults")
+    LC_LANE=$lane LINKCOND_BIN=$BIN LINKCOND_PROFILES=$PROFILES LC_CRASH_ROUNDS=$CRASH_ROUNDS \
+        "$KDIR/crash.sh" $parts >"$WORK/lane$lane.log" 2>&1 &
+    LANE_PIDS+=($!)
+done
+
 # ------------------------------------------------------------------ 6
 log "6. off and SIGTERM leave nothing behind"
 lc_capture off
@@ -414,6 +430,26 @@ run_capture 30 ip netns exec "$NS_C" "$BIN/linkcondd" --interface nosuch --socke
 note "linkcondd --interface nosuch -> exit $RC: $OUT"
 check_rc "missing interface: daemon fails" "$RC" nonzero "non-zero exit"
 check_contains "missing interface: message" "$OUT" "does not exist"
+
+run_capture 30 ip netns exec "$NS_C" "$BIN/linkcondd" --interface "$IF_C" --socket "$WORK/typo.sock" --profiles "$WORK/no-such-profiles"
+check_rc "--profiles naming a missing directory: daemon fails" "$RC" nonzero "non-zero exit"
+check_contains "--profiles naming a missing directory: message" "$OUT" "$WORK/no-such-profiles (--profiles) does not exist"
+mkdir -p "$WORK/empty-profiles"
+run_capture 30 ip netns exec "$NS_C" "$BIN/linkcondd" --interface "$IF_C" --socket "$WORK/empty.sock" --profiles "$WORK/empty-profiles" --no-builtin-profiles
+check_rc "no profile at all: daemon fails" "$RC" nonzero "non-zero exit"
+check_contains "no profile at all: message" "$OUT" "no profiles in $WORK/empty-profiles"
+
+# doctor on a kernel that has netem (loaded by now), and on sockets that are not what they seem.
+doctor_level() { timeout 30 "$BIN/linkcond" --socket "$1" doctor --json 2>/dev/null | jq -r ".[] | select(.topic == \"$2\") | .level + \": \" + .message"; }
+check_contains "doctor: this kernel's sch_netem" "$(doctor_level "$SOCK" "kernel sch_netem")" "ok: loaded"
+check_contains "doctor: the daemon answers" "$(doctor_level "$SOCK" daemon)" "ok: linkcondd answers on $SOCK"
+: >"$WORK/regular.sock"
+check_contains "doctor: a regular file where the socket should be" "$(doctor_level "$WORK/regular.sock" daemon)" "is a regular file, not a socket"
+mkdir -p "$WORK/directory.sock"
+check_contains "doctor: a directory where the socket should be" "$(doctor_level "$WORK/directory.sock" daemon)" "is a directory"
+python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$WORK/stale.sock"
+check_contains "doctor: a socket nobody listens on" "$(doctor_level "$WORK/stale.sock" daemon)" "a stale socket"
+check_contains "doctor: no socket at all" "$(doctor_level "$WORK/absent.sock" daemon)" "no control socket at $WORK/absent.sock"
 
 
 # ------------------------------------------------------------------ 9
@@ -562,149 +598,6 @@ check_equal "run: daemon killed mid-command, command's status kept" "exit 7" "ex
 check_contains "run: daemon killed mid-command, says so" "$(cat "$WORK/run.kill.err")" "lost the connection to linkcondd"
 daemon_start || fatal "linkcondd did not restart"
 check_tree "run: restarted daemon restores Slow Net" "${REF[Slow Net]}"
-
-# ------------------------------------------------------------------ 11
-log "11. SIGKILL of the daemon while it applies, then a restart: the old condition or the new, never half"
-# put_condition NAME|off: the change itself, through curl (it starts in milliseconds). The
-# daemon may die under it on purpose, so curl's verdict is not this function's.
-put_condition() {
-    if [[ $1 == off ]]; then
-        timeout 20 curl -s --unix-socket "$SOCK" -X DELETE http://linkcond/v1/condition >/dev/null 2>&1 || true
-    else
-        timeout 20 curl -s --unix-socket "$SOCK" -X PUT -d "{\"profile\": \"$1\"}" http://linkcond/v1/condition >/dev/null 2>&1 || true
-    fi
-}
-current_profile() { timeout 10 curl -sf --unix-socket "$SOCK" http://linkcond/v1/status | jq -r '.profile.name // "off"'; }
-arm() { timeout 10 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $1, \"fault\": \"${2:-fail}\"}" http://linkcond/v1/debug/fault >/dev/null; }
-executed_steps() { timeout 10 curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r '.executedSteps // "null"'; }
-# steps_of FROM TO: how many netlink steps the change FROM -> TO takes, counted by the daemon.
-steps_of() {
-    local before after
-    put_condition "$1"
-    before=$(executed_steps)
-    put_condition "$2"
-    after=$(executed_steps)
-    awk -v a="$before" -v b="$after" 'BEGIN { if (a == "null" || b == "null") print "null"; else print b - a }'
-}
-# The step counts of Tests/ShapingTests/TransitionTests.swift (KernelSuiteStepCountTests): a
-# plan that changes shape must change both, so that the loops below cannot quietly shrink.
-declare -A EXPECTED_STEPS=(["off>Slow Net"]=46 ["Slow Net>Nasty Net"]=8 ["Nasty Net>off"]=3)
-CRASHES=0
-CONSISTENT=0
-PROBED=0
-HALF_AT_KILL=0
-# after_crash FROM TO: the daemon just died; restart it, check the tree is FROM's or TO's, and
-# that packets arriving on the interface are shaped exactly when a condition is in force.
-after_crash() {
-    local from=$1 to=$2 at_kill after now ifbs downlink wanted
-    wait "$DAEMON_PID" 2>/dev/null || true
-    DAEMON_PID=""
-    CRASHES=$((CRASHES + 1))
-    at_kill=$(tree_signature)
-    [[ $at_kill != "${REF[$from]}" && $at_kill != "${REF[$to]}" ]] && HALF_AT_KILL=$((HALF_AT_KILL + 1))
-    daemon_start --enable-fault-injection || fatal "linkcondd did not restart after SIGKILL"
-    after=$(tree_signature)
-    now=$(current_profile)
-    ifbs=$(cli ip -o link show type ifb | wc -l)
-    if [[ ($after == "${REF[$from]}" && $now == "$from") || ($after == "${REF[$to]}" && $now == "$to") ]] && ((ifbs <= 1)); then
-        CONSISTENT=$((CONSISTENT + 1))
-    else
-        note "crash $CRASHES: $from -> $to, tree at the kill $at_kill; after restart tree $after, status $now, $ifbs IFB(s)"
-    fi
-    wanted=$([[ $now == off ]] && echo unshaped || echo shaped)
-    downlink=$(downlink_state)
-    if [[ $downlink == "$wanted" ]]; then
-        PROBED=$((PROBED + 1))
-    else
-        note "crash $CRASHES: $from -> $to, now $now: downlink packets $downlink, expected $wanted"
-    fi
-}
-daemon_stop TERM
-daemon_start --enable-fault-injection || fatal "linkcondd did not start with fault injection"
-# At every single step of a build, a switch and a teardown: the daemon SIGKILLs itself there.
-KILLED_AT_EVERY_STEP=0
-for change in "off>Slow Net" "Slow Net>Nasty Net" "Nasty Net>off"; do
-    from=${change%%>*}
-    to=${change##*>}
-    steps=$(steps_of "$from" "$to")
-    check_equal "steps of $from -> $to (counted by the daemon)" "${EXPECTED_STEPS[$change]}" "$steps"
-    [[ $steps =~ ^[0-9]+$ ]] || steps=0
-    killed=0
-    for k in $(seq 0 $((steps - 1))); do
-        put_condition "$from"
-        arm "$k" kill
-        put_condition "$to"
-        if kill -0 "$DAEMON_PID" 2>/dev/null; then
-            arm null
-            note "$from -> $to: no kill at step $k of $steps"
-            continue
-        fi
-        killed=$((killed + 1))
-        after_crash "$from" "$to"
-    done
-    check_range "$from -> $to: killed before each step" "$killed" "$steps" "$steps" "of $steps" "every step"
-    KILLED_AT_EVERY_STEP=$((KILLED_AT_EVERY_STEP + killed))
-done
-# Kills before the first step leave the old tree; every later one, until the change is done,
-# leaves a half-built or half-switched one: the restarts below had real work to do.
-expected_half=$(( ${EXPECTED_STEPS["off>Slow Net"]} - 1 + ${EXPECTED_STEPS["Slow Net>Nasty Net"]} - 1 + ${EXPECTED_STEPS["Nasty Net>off"]} - 1 ))
-check_range "SIGKILL before each step: a half-done tree at the kill" "$HALF_AT_KILL" "$expected_half" "$KILLED_AT_EVERY_STEP" "of $KILLED_AT_EVERY_STEP" \
-    "all but the three kills before a change's first step"
-# And at random moments, from outside, while a change is under way or not.
-choices=("Slow Net" "Nasty Net" "Black Hole" "off")
-current=$(current_profile)
-for round in $(seq "$CRASH_ROUNDS"); do
-    next=$current
-    while [[ $next == "$current" ]]; do next=${choices[RANDOM % 4]}; done
-    put_condition "$next" &
-    client=$!
-    sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.3f", (r % 200) / 1000 }')"
-    kill -KILL "$DAEMON_PID" 2>/dev/null || true
-    wait "$client" 2>/dev/null || true
-    after_crash "$current" "$next"
-    current=$(current_profile)
-done
-check_equal "SIGKILL + restart: rounds" "$((KILLED_AT_EVERY_STEP + CRASH_ROUNDS)) kills" "$CRASHES kills"
-check_range "SIGKILL + restart: consistent" "$CONSISTENT" "$CRASHES" "$CRASHES" "of $CRASHES" "all: old or new condition, filters included, no orphan IFB"
-check_range "SIGKILL + restart: downlink packets shaped exactly when a condition is in force" "$PROBED" "$CRASHES" "$CRASHES" "of $CRASHES" "all"
-put_condition off
-daemon_stop TERM
-
-# ------------------------------------------------------------------ 12
-log "12. a netlink failure at every step rolls back"
-daemon_start --enable-fault-injection || fatal "linkcondd did not start with fault injection"
-# fail_at_every_step FROM TO: fails each step of the change FROM -> TO in turn; after each
-# failure the tree must still be FROM's. Sets STEPS and ROLLED_BACK.
-fail_at_every_step() {
-    local from=$1 to=$2 k code
-    STEPS=$(steps_of "$from" "$to")
-    [[ $STEPS =~ ^[0-9]+$ ]] || STEPS=0
-    ROLLED_BACK=0
-    for k in $(seq 0 $((STEPS - 1))); do
-        put_condition "$from"
-        arm "$k" fail
-        code=$(timeout 20 curl -s -o "$WORK/put.json" -w '%{http_code}' --unix-socket "$SOCK" -X PUT \
-            -d "{\"profile\": \"$to\"}" http://linkcond/v1/condition || true)
-        [[ $code == 500 && $(tree_signature) == "${REF[$from]}" ]] && ROLLED_BACK=$((ROLLED_BACK + 1))
-    done
-    arm null
-}
-fail_at_every_step off "Slow Net"
-check_equal "build: steps (counted by the daemon)" "${EXPECTED_STEPS["off>Slow Net"]}" "$STEPS"
-check_range "build fails at each step: rolled back" "$ROLLED_BACK" "$STEPS" "$STEPS" "of $STEPS steps" "nothing left each time"
-fail_at_every_step "Slow Net" "Nasty Net"
-check_equal "switch: steps (counted by the daemon)" "${EXPECTED_STEPS["Slow Net>Nasty Net"]}" "$STEPS"
-check_range "switch fails at each step: Slow Net kept" "$ROLLED_BACK" "$STEPS" "$STEPS" "of $STEPS steps" "previous condition each time"
-put_condition "Slow Net"
-arm 3 fail
-lc_capture activate "Nasty Net"
-check_contains "injected failure: the client names the kernel's reason" "$LC_ERR" "fault injected"
-named='the kernel refused to (add|change|delete|create) .+ on [^ :]+: '
-check_bool "injected failure: the client names the object" "refused to <step> on <device>" \
-    "$(grep -oE "$named" <<<"$LC_ERR" | head -1)" "$([[ $LC_ERR =~ $named ]]; echo $?)"
-arm null
-put_condition off
-daemon_stop TERM
 
 # ------------------------------------------------------------------ 13
 log "13. access: everyone reads, root and the linkcond group change"
@@ -875,6 +768,21 @@ lc off >/dev/null
 daemon_stop TERM
 check_rc "final SIGTERM: daemon exit status" "$DAEMON_RC" 0 "exit 0"
 check_snapshot "final SIGTERM: nothing left" "$WORK/snap.before"
+
+# ------------------------------------------------------------------ lanes
+log "11, 12. the lanes' results"
+for lane in 1 2; do
+    lane_rc=0
+    wait "${LANE_PIDS[$((lane - 1))]}" || lane_rc=$?
+    check_equal "lane $lane (crash.sh) ran to its end" "exit 0" "exit $lane_rc"
+    grep -E '^(PASS|FAIL|    )' "$WORK/lane$lane.log" | sed "s/^/lane $lane: /" || true
+    if [[ -s /tmp/lc-kernel$lane/results.tsv ]]; then
+        cat "/tmp/lc-kernel$lane/results.tsv" >>"$RESULTS"
+    else
+        record "lane $lane (crash.sh) produced results" "its checks" "none: see $WORK/lane$lane.log" "exact" FAIL
+        tail -n 30 "$WORK/lane$lane.log" | sed 's/^/      /'
+    fi
+done
 
 # ------------------------------------------------------------------ summary
 rc=0

@@ -18,13 +18,7 @@ struct ConnectionGuardTests {
     func connection() throws -> (EmbeddedChannel, EmbeddedEventLoop) {
         let loop = EmbeddedEventLoop()
         let channel = EmbeddedChannel(loop: loop)
-        try channel.pipeline.syncOperations.addHandlers([
-            ConnectionGuard.FrontEnd(),
-            HTTPResponseEncoder(),
-            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)),
-            HTTPServerPipelineHandler(),
-            ConnectionGuard(limits: limits),
-        ])
+        try channel.pipeline.syncOperations.addHandlers(ControlServer.httpHandlers(limits: limits))
         try channel.connect(to: SocketAddress(unixDomainSocketPath: "/x")).wait()
         return (channel, loop)
     }
