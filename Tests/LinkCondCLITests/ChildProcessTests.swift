@@ -76,19 +76,20 @@ struct ChildProcessTests {
 struct ChildDescriptorTests {
     @Test("A socket linkcond opened stays out; a descriptor linkcond was given is passed on")
     func descriptors() async throws {
-        // As if the shell had given linkcond fd 7 for the command: noted before anything else.
-        let given = open("/etc/hostname", O_RDONLY)
-        #expect(dup2(given, 7) == 7)
-        close(given)
+        // As if the shell had given linkcond a descriptor for the command: noted before
+        // anything else. A free number of its own: other suites of this process use theirs.
+        let opened = open("/etc/hostname", O_RDONLY)
+        let given = fcntl(opened, F_DUPFD, 200)
+        close(opened)
         linkcond_note_inherited_descriptors()
         // A socket linkcond opens itself, without close-on-exec, like its lease connection.
         let own = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(own); close(7) }
+        defer { close(own); close(given) }
         let file = "/tmp/lc-fds-\(UUID().uuidString.prefix(8))"
         defer { unlink(file) }
         #expect(try await ChildProcess.run(["/bin/sh", "-c", "exec ls -l /proc/self/fd > \(file)"]) == 0)
         let listing = try String(contentsOfFile: file, encoding: .utf8)
-        #expect(listing.contains(" 7 -> /etc/hostname"))
+        #expect(listing.contains(" \(given) -> /etc/hostname"))
         // Other suites of this test process open sockets meanwhile; this one is the test's.
         #expect(!listing.contains(" \(own) -> socket:"), "\(listing)")
     }
