@@ -286,7 +286,20 @@ def plots(rows, methods, plots_dir):
     return made
 
 
-def targets(methods, native_data, hitless_summary, footprint, rows, passed):
+def commands(results):
+    """`linkcond status` as a whole command next to curl doing the same request."""
+    data = load(os.path.join(results, "commands.json"))
+    if not data:
+        return "(no measurement of whole commands)", None
+    out = ["| command | runs | median ms | p90 ms | peak RSS (median of runs) | peak RSS (highest) |", "|---|---|---|---|---|---|"]
+    for d in data:
+        out.append("| `%s` | %d | %s | %s | %s | %s |" % (
+            d["command"].replace(os.getcwd() + "/", ""), d["runs"], fmt(d["medianMilliseconds"], 1), fmt(d["p90Milliseconds"], 1),
+            memory(d["medianPeakRSSKiB"]), memory(d["peakRSSKiB"])))
+    return "\n".join(out), data
+
+
+def targets(methods, native_data, hitless_summary, footprint, rows, passed, command_data):
     """Every figure with a target, and whether it met it; a missing figure misses."""
     by = dict(methods)
     checks = []
@@ -316,6 +329,15 @@ def targets(methods, native_data, hitless_summary, footprint, rows, passed):
     else:
         checks.append(("footprint", "missing", "measured", False))
     checks.append(("fidelity rows within target", "%d of %d" % (passed, len(rows)), "all, and some", len(rows) > 0 and passed == len(rows)))
+    status = next((d for d in command_data or [] if d["command"].endswith(" status")), None)
+    curl = next((d for d in command_data or [] if d["command"].startswith("curl")), None)
+    if status and curl:
+        ratio = status["medianMilliseconds"] / curl["medianMilliseconds"]
+        checks.append(("`linkcond status` / curl, median wall time", "%.2f×" % ratio, "<= 1.5×", ratio <= 1.5))
+        peak = status["medianPeakRSSKiB"] * 1.024 / 1000
+        checks.append(("`linkcond status` peak RSS (median of runs)", "%.1f MB" % peak, "<= 15 MB", peak <= 15))
+    else:
+        checks.append(("whole commands", "missing", "measured", False))
     lines = ["| target | measured | wanted | met |", "|---|---|---|---|"]
     lines += ["| %s | %s | %s | %s |" % (name, measured, wanted, "yes" if ok else "**no**") for name, measured, wanted, ok in checks]
     return "\n".join(lines), [name for name, _, _, ok in checks if not ok]
@@ -328,6 +350,7 @@ def main():
     lat_table, methods = latency(results)
     native_table, native_data = native(results)
     hit_table, hit_summary = hitless(results)
+    command_table, command_data = commands(results)
     fid_tables, rows, passed = fidelity(results)
     made = plots(rows, methods, plots_dir)
 
@@ -339,6 +362,8 @@ def main():
     print(native_table + "\n")
     print("### Hitless switching\n")
     print(hit_table + "\n")
+    print("### The client as a command (this machine, whole processes, interleaved)\n")
+    print(command_table + "\n")
     print("### Footprint\n")
     if footprint:
         ticks = footprint["clock_ticks_per_second"]
@@ -359,7 +384,7 @@ def main():
     print(fid_tables + "\n")
     for path in made:
         print("![%s](%s)" % (os.path.basename(path), os.path.relpath(path, "docs")))
-    target_table, missed = targets(methods, native_data, hit_summary, footprint, rows, passed)
+    target_table, missed = targets(methods, native_data, hit_summary, footprint, rows, passed, command_data)
     print("\n### Targets\n")
     print(target_table)
     if missed:

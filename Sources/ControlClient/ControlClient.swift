@@ -73,9 +73,31 @@ public struct ControlClient: Sendable {
         }
     }
 
+    /// How long a connection waits while the daemon's listen backlog is full.
+    static let backlogWait = Duration.seconds(5)
+
     /// A connection to the daemon. With `halfClosure`, the client can finish sending and still
     /// read: how a lease's client says it is done.
+    ///
+    /// A Unix socket whose backlog is full refuses a non-blocking connect with EAGAIN at once,
+    /// however briefly it is full (other clients connecting faster than the daemon accepts:
+    /// a busy CI runner, or a user flooding the socket). Waiting for room, as a blocking
+    /// connect would, is what the caller wants; only a backlog full for `backlogWait` is an
+    /// error.
     func connect(halfClosure: Bool) async throws -> NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart> {
+        let deadline = ContinuousClock.now + Self.backlogWait
+        var pause = Duration.milliseconds(2)
+        while true {
+            do {
+                return try await connectOnce(halfClosure: halfClosure)
+            } catch where Self.errnoCode(of: error) == EAGAIN && ContinuousClock.now < deadline {
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .milliseconds(50))
+            }
+        }
+    }
+
+    private func connectOnce(halfClosure: Bool) async throws -> NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart> {
         try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(.allowRemoteHalfClosure, value: halfClosure)
             .connect(unixDomainSocketPath: socketPath) { channel in
@@ -87,6 +109,10 @@ public struct ControlClient: Sendable {
                     )
                 }
             }
+    }
+
+    private static func errnoCode(of error: any Error) -> CInt? {
+        (error as? IOError)?.errnoCode ?? ((error as? NIOConnectionError)?.connectionErrors.first?.error as? IOError)?.errnoCode
     }
 
     /// One whole request: head, JSON body if any, end.
@@ -113,9 +139,7 @@ public struct ControlClient: Sendable {
 
     func connectionError(_ error: any Error) -> ControlClientError {
         if let error = error as? ControlClientError { return error }
-        let errnoCode = (error as? IOError)?.errnoCode
-            ?? ((error as? NIOConnectionError)?.connectionErrors.first?.error as? IOError)?.errnoCode
-        switch errnoCode {
+        switch Self.errnoCode(of: error) {
         case ENOENT, ECONNREFUSED:
             return ControlClientError(
                 code: .daemonNotRunning,
@@ -125,6 +149,11 @@ public struct ControlClient: Sendable {
             return ControlClientError(
                 code: .permissionDenied,
                 message: "not allowed to connect to \(socketPath); run linkcond with sudo"
+            )
+        case EAGAIN:
+            return ControlClientError(
+                code: .daemonBusy,
+                message: "linkcondd at \(socketPath) took no new connection for \(Self.backlogWait): its backlog is full (too many clients connecting at once); retry later"
             )
         default:
             return ControlClientError(code: .daemonNotRunning, message: "cannot reach linkcondd at \(socketPath): \(error)")

@@ -8,6 +8,8 @@ public struct ControlClientError: Error, Sendable, CustomStringConvertible {
         public static let daemonNotRunning = Code(rawValue: "daemon-not-running")
         /// The socket exists but this user may not connect.
         public static let permissionDenied = Code(rawValue: "permission-denied")
+        /// The daemon's listen backlog stayed full: it is not accepting connections fast enough.
+        public static let daemonBusy = Code(rawValue: "daemon-busy")
         /// The daemon answered with an error document; `apiError` holds it.
         public static let api = Code(rawValue: "api")
         /// The daemon's answer made no sense.

@@ -37,36 +37,35 @@ package struct ControlServer: Sendable {
     /// A connection on its way from the listening socket to the accept loop, with who is on the
     /// other side.
     ///
-    /// It is wrapped for async use only once the loop takes it: when the listening socket closes
-    /// in the instant between accept and delivery, NIO drops the value unseen, and a wrapped one
-    /// would trap on its unfinished writer. A dropped one is closed by its deinit instead.
+    /// Admitted connections are wrapped for async use in the channel initializer, before any
+    /// read: NIO reads a half-closed socket's bytes as soon as it sees the end, whether reads
+    /// are on or not, and bytes that reach a pipeline without its async handlers are lost
+    /// (the request then waits for an answer that never comes). When the listening socket
+    /// closes in the instant between accept and delivery, NIO drops the value unseen; its
+    /// deinit then finishes the writer (which would otherwise trap) and closes the channel.
     final class Accepted: Sendable {
         let channel: any Channel
         let peer: PeerCredentials
-        /// Turned away at accept (too many connections), already answered and closing.
-        let refused: Bool
+        /// `nil` when turned away at accept (too many connections): already answered and closing.
+        let connection: Connection?
 
-        init(channel: any Channel, peer: PeerCredentials, refused: Bool) {
+        init(channel: any Channel, peer: PeerCredentials, connection: Connection?) {
             self.channel = channel
             self.peer = peer
-            self.refused = refused
+            self.connection = connection
         }
 
         deinit {
+            connection?.outbound.finish()
             channel.close(promise: nil)
         }
-
-        /// Wraps the channel and starts reading: reads stay off until the async handlers are in
-        /// place, so no request part is lost on the way.
-        func connection() async throws -> Connection {
-            let channel = self.channel
-            return try await channel.eventLoop.submit {
-                let connection = try Connection(wrappingChannelSynchronously: channel)
-                try channel.syncOptions?.setOption(.autoRead, value: true)
-                return connection
-            }.get()
-        }
     }
+
+    /// How many accepted connections may wait for `serve` before the server stops accepting.
+    /// NIO's default (10) let a user who keeps reconnecting fill the wait with connections
+    /// about to be refused, so that root's waited behind hundreds of them in the backlog;
+    /// refused ones are cheap to hold and admitted ones are capped by `ControlLimits`.
+    static let acceptedWaiting = NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark(lowWatermark: 64, highWatermark: 256)
 
     /// Binds the socket, or adopts the one systemd passed (socket activation).
     func bind() async throws -> NIOAsyncChannel<Accepted, Never> {
@@ -76,10 +75,15 @@ package struct ControlServer: Sendable {
             .childChannelOption(.autoRead, value: false)
         switch socket {
         case .inherited(let descriptor):
-            return try await bootstrap.bind(descriptor, childChannelInitializer: initialize)
+            return try await bootstrap.bind(descriptor, serverBackPressureStrategy: Self.acceptedWaiting, childChannelInitializer: initialize)
         case .path(let path):
             try SocketFile.prepare(path: path)
-            let server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initialize)
+            let server = try await bootstrap.bind(
+                unixDomainSocketPath: path,
+                cleanupExistingSocketFile: true,
+                serverBackPressureStrategy: Self.acceptedWaiting,
+                childChannelInitializer: initialize
+            )
             try SocketFile.openToEveryone(path: path)
             return server
         }
@@ -96,17 +100,19 @@ package struct ControlServer: Sendable {
             if let refusal = peer == .unknown ? "the peer's credentials cannot be read" : limiter.admit(uid: peer.uid) {
                 let reply = ControlError(.serviceUnavailable, code: "too-many-connections", message: "\(refusal); close some and retry").reply
                 channel.writeAndFlush(ByteBuffer(bytes: ConnectionGuard.encode(reply))).whenComplete { _ in channel.close(promise: nil) }
-                return Accepted(channel: channel, peer: peer, refused: true)
+                return Accepted(channel: channel, peer: peer, connection: nil)
             }
             let limiter = self.limiter
             channel.closeFuture.whenComplete { _ in limiter.release(uid: peer.uid) }
             do {
                 try addHTTPHandlers(to: channel)
+                let connection = try Connection(wrappingChannelSynchronously: channel)
+                try channel.syncOptions?.setOption(.autoRead, value: true)
+                return Accepted(channel: channel, peer: peer, connection: connection)
             } catch {
                 channel.close(promise: nil)
-                return Accepted(channel: channel, peer: peer, refused: true)
+                return Accepted(channel: channel, peer: peer, connection: nil)
             }
-            return Accepted(channel: channel, peer: peer, refused: false)
         }
     }
 
@@ -134,7 +140,7 @@ package struct ControlServer: Sendable {
     func serve(_ server: NIOAsyncChannel<Accepted, Never>) async throws {
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { connections in
-                for try await accepted in connections where !accepted.refused {
+                for try await accepted in connections where accepted.connection != nil {
                     group.addTask { await handle(accepted) }
                 }
             }
@@ -147,7 +153,8 @@ package struct ControlServer: Sendable {
     private func handle(_ accepted: Accepted) async {
         let requester = Requester.fromPeer(uid: accepted.peer.uid, gid: accepted.peer.gid, pid: accepted.peer.pid)
         do {
-            try await accepted.connection().executeThenClose { inbound, outbound in
+            guard let connection = accepted.connection else { return }
+            try await connection.executeThenClose { inbound, outbound in
                 var parts = inbound.makeAsyncIterator()
                 while let request = try await nextRequest(from: &parts) {
                     let head = request.head

@@ -47,8 +47,7 @@ put_condition() {
         timeout 20 curl -s --unix-socket "$SOCK" -X PUT -d "{\"profile\": \"$1\"}" http://linkcond/v1/condition >/dev/null 2>&1 || true
     fi
 }
-current_profile() { timeout 10 curl -sf --unix-socket "$SOCK" http://linkcond/v1/status | jq -r '.profile.name // "off"'; }
-arm() { timeout 10 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $1, \"fault\": \"${2:-fail}\"}" http://linkcond/v1/debug/fault >/dev/null; }
+arm() { timeout 10 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $1, \"fault\": \"${2:-fail}\"}" http://linkcond/v1/debug/fault >/dev/null || note "could not arm a fault at step $1: the daemon did not answer"; }
 executed_steps() { timeout 10 curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r '.executedSteps // "null"'; }
 # steps_of FROM TO: how many netlink steps the change FROM -> TO takes, counted by the daemon.
 steps_of() {

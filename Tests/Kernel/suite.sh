@@ -364,14 +364,16 @@ check_bool "Black Hole ARP after neigh flush" "TCP/22 over IPv4 connects" "echo 
 
 # ------------------------------------------------------------------ 11, 12 (side by side)
 # Crash safety and rollback run in lanes of their own (Tests/Kernel/crash.sh: namespaces,
-# daemon and work directory each), side by side with the sections below, on the VM's other
-# CPU; the timing measurements above ran alone. Their checks join the summary at the end.
+# daemon and work directory each), side by side with the sections below. The measurements
+# above ran alone; the lanes run at the lowest priority, so that the timed checks below (a
+# lease ending on time, a condition coming back when `run` ends) get the CPU when they want
+# it and the lanes take what is left. Their checks join the summary at the end.
 log "11, 12. SIGKILL at every step and at random, and a failure at every step: in two lanes alongside"
 LANE_PIDS=()
 for lane in 1 2; do
     parts=$([[ $lane == 1 ]] && echo "build" || echo "switch teardown random faults")
     LC_LANE=$lane LINKCOND_BIN=$BIN LINKCOND_PROFILES=$PROFILES LC_CRASH_ROUNDS=$CRASH_ROUNDS \
-        "$KDIR/crash.sh" $parts >"$WORK/lane$lane.log" 2>&1 &
+        nice -n 19 "$KDIR/crash.sh" $parts >"$WORK/lane$lane.log" 2>&1 &
     LANE_PIDS+=($!)
 done
 
@@ -479,7 +481,7 @@ check_rc "lease held: another group member refused" "$RC" nonzero "non-zero exit
 check_contains "lease held: names the holder" "$OUT" "held by uid 0"
 waited=$(seconds_until "${NETEM[Slow Net]}" 30)
 reverted=$(awk -v a="$t0" -v w="$waited" -v b="$(date +%s.%N)" 'BEGIN { if (w == "null") print "null"; else printf "%.2f", b - a }')
-check_range "lease: reverts to Slow Net after" "$reverted" 19 21 s "20 s"
+check_range "lease: reverts to Slow Net after" "$reverted" 19 22 s "20 s (a second more for the revert and the polling under emulation)"
 check_tree "lease: whole tree back to Slow Net" "${REF[Slow Net]}"
 check_status "lease: baseline back" true "Slow Net"
 lc_capture activate "Nasty Net" --for 1h
@@ -699,9 +701,9 @@ tree_before=$(tree_signature)
 history_before=$(timeout 10 curl -s --unix-socket "$SOCK" 'http://linkcond/v1/history?limit=200' | jq '.entries | length')
 rss_before=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
 # The system's Python: a user without rights may not reach a version manager's under /root.
-"${as_stranger[@]}" timeout 600 "$(command -v /usr/bin/python3 || command -v python3)" "$KDIR/hostile.py" --socket "$SOCK" --count 3000 --out "$WORK/hostile.json" >/dev/null || true
+"${as_stranger[@]}" timeout 600 "$(command -v /usr/bin/python3 || command -v python3)" "$KDIR/hostile.py" --socket "$SOCK" --count 3000 >"$WORK/hostile.json" || true
 note "hostile: $(jq -c '{requests, answers, by_status, failures, seconds}' "$WORK/hostile.json" 2>/dev/null)"
-jq -c '.examples[]?' "$WORK/hostile.json" 2>/dev/null | head -5 | sed 's/^/      /'
+{ jq -c '.examples[]?' "$WORK/hostile.json" 2>/dev/null || true; } | head -5 | sed 's/^/      /'
 check_equal "hostile: the daemon is still running" "running" "$(kill -0 "$DAEMON_PID" 2>/dev/null && echo running || echo dead)"
 check_range "hostile: requests sent" "$(json "$WORK/hostile.json" '.requests')" 3000 100000 "requests" ">= 3000"
 check_equal "hostile: every answer a 4xx JSON error (or a legitimate read), none hung" "0 broken" "$(json "$WORK/hostile.json" '.failures') broken"
@@ -713,16 +715,28 @@ check_max "hostile: resident memory growth" "$(( (rss_after - rss_before) ))" 20
 
 # ------------------------------------------------------------------ 19
 log "19. a user holding every connection it can: root is still answered, memory stays bounded"
+# Root's commands, timed whole (the client's start included), before and during the flood.
+timed_lc() {
+    local t0 rc=0
+    t0=$(date +%s.%N)
+    lc "$@" >/dev/null 2>"$WORK/timed.err" || rc=$?
+    awk -v a="$t0" -v b="$(date +%s.%N)" -v rc="$rc" 'BEGIN { if (rc == 0) printf "%.3f\n", b - a; else print 99 }'
+    ((rc == 0)) || sed "s/^/      root: linkcond $* failed ($rc): /" "$WORK/timed.err" >&2
+}
+: >"$WORK/root.calm"
+for i in 1 2 3; do timed_lc status >>"$WORK/root.calm"; timed_lc activate "Slow Net" >>"$WORK/root.calm"; done
+calm=$(sort -g "$WORK/root.calm" | tail -1)
 rss_before=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
+install -m 0666 /dev/null "$WORK/flood.json"   # written by the user without rights
 "${as_stranger[@]}" timeout 120 "$BIN/linkcond-bench" flood --socket "$SOCK" --connections 5000 --seconds 30 --out "$WORK/flood.json" >"$WORK/flood.out" 2>&1 &
 flood_pid=$!
 sleep 5
 : >"$WORK/root.times"
 rss_peak=$rss_before
 for i in $(seq 10); do
-    timeout 20 curl -s -o /dev/null -w '%{time_total}\n' --unix-socket "$SOCK" http://linkcond/v1/status >>"$WORK/root.times" || echo 99 >>"$WORK/root.times"
+    timed_lc status >>"$WORK/root.times"
     profile=$([[ $((i % 2)) == 0 ]] && echo "Slow Net" || echo "Nasty Net")
-    timeout 20 curl -s -o /dev/null -w '%{time_total}\n' --unix-socket "$SOCK" -X PUT -d "{\"profile\": \"$profile\"}" http://linkcond/v1/condition >>"$WORK/root.times" || echo 99 >>"$WORK/root.times"
+    timed_lc activate "$profile" >>"$WORK/root.times"
     rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
     ((rss > rss_peak)) && rss_peak=$rss
     sleep 1
@@ -730,9 +744,11 @@ done
 fds_during=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
 wait "$flood_pid" || true
 note "flood: $(cat "$WORK/flood.out")"
+note "root's linkcond status and activate: without the flood $(sort -g "$WORK/root.calm" | tr '\n' ' ')s; during it $(tr '\n' ' ' <"$WORK/root.times")s"
 worst=$(sort -g "$WORK/root.times" | tail -1)
 median=$(sort -g "$WORK/root.times" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-check_max "flood: root's status and activate, slowest of 20" "$worst" 2 s "prompt (median $median s)"
+limit=$(awk -v c="$calm" 'BEGIN { printf "%.3f", c + 2 }')
+check_max "flood: root's linkcond status and activate, slowest of 20" "$worst" "$limit" s "prompt: at most 2 s over the slowest without the flood, $calm s (median during $median s)"
 check_range "flood: refused with 503 beyond the limit" "$(json "$WORK/flood.json" '.refusedWith503')" 1 100000000 "connections" "many"
 check_max "flood: descriptors open in the daemon during the flood" "$fds_during" 120 fds "bounded"
 check_max "flood: resident memory growth at its peak" "$(( rss_peak - rss_before ))" 4096 KiB "bounded ($rss_before -> $rss_peak KiB)"
@@ -746,6 +762,7 @@ lc activate "Slow Net" >/dev/null
 sleep 1
 fds_before=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
 rss_before=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
+install -m 0666 /dev/null "$WORK/load.readers.json"; install -m 0666 /dev/null "$WORK/load.switchers.json"
 "${as_stranger[@]}" timeout 900 "$BIN/linkcond-bench" load --socket "$SOCK" --readers 40 --switchers 0 --requests 200 --out "$WORK/load.readers.json" >"$WORK/load.readers.out" 2>&1 &
 readers_pid=$!
 "${as_member[@]}" timeout 900 "$BIN/linkcond-bench" load --socket "$SOCK" --readers 0 --switchers 10 --requests 200 \
@@ -762,7 +779,8 @@ check_range "load: answers 200 (409 documented, none expected without a lease)" 
 check_equal "load: errors other than 409, and clients that failed" "0 errors, 0 failed" "$others errors, $failed failed"
 check_equal "load: descriptors after the run (none leaked)" "$fds_before" "$fds_after"
 check_max "load: resident memory after the run, growth" "$(( rss_after - rss_before ))" 1024 KiB "flat within 1 MB ($rss_before -> $rss_after KiB)"
-check_tree "load: the last switch is in force, whole" "${REF[$(current_profile)]:-unknown}" "$(current_profile)"
+in_force=$(current_profile || true)
+check_tree "load: the last switch is in force, whole" "${REF[${in_force:-unknown}]:-unknown}" "${in_force:-unknown}"
 lc off >/dev/null
 
 daemon_stop TERM

@@ -238,6 +238,38 @@ struct DaemonEndToEndTests {
         }
     }
 
+    @Test("A request sent with the write side closed straight after still gets its answer")
+    func halfClosedRequest() async throws {
+        // NIO reads a half-closed socket as soon as it sees the end; a request that reached the
+        // pipeline before its async handlers were in place used to be lost, and the client waited.
+        try await withDaemon(kernel: FakeKernel(interfaces: ["eth0"])) { _, socketPath in
+            let requests = [
+                "GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n",
+                "PUT /v1/condition HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+            ]
+            for request in requests {
+                for _ in 0..<20 {
+                    let answer = await RawExchange.halfClosed(path: socketPath, sending: request)
+                    #expect(answer.hasPrefix("HTTP/1.1 200") || answer.hasPrefix("HTTP/1.1 400"), "\(request.prefix(20)): \(answer.prefix(40))")
+                }
+            }
+        }
+    }
+
+    @Test("A client waits for room while the daemon's listen backlog is full, as a blocking connect would")
+    func fullBacklog() async throws {
+        let path = TestDaemon.socketPath()
+        let server = try BusyServer(path: path)
+        defer { server.stop() }
+        server.fillBacklog()
+        server.startAccepting(after: .milliseconds(300))
+        let started = ContinuousClock.now
+        let status = try await ControlClient(socketPath: path).status()
+        #expect(status.interface == "eth0")
+        #expect(ContinuousClock.now - started >= .milliseconds(250))
+        #expect(server.fillers > 0)
+    }
+
     @Test("The client names the socket when no daemon listens")
     func daemonNotRunning() async throws {
         let path = TestDaemon.socketPath()
@@ -294,6 +326,115 @@ final class VanishingServer: @unchecked Sendable {
     func vanish() {
         close(connection)
         close(listener)
+    }
+}
+
+/// One request on a fresh connection whose write side is shut at once, read to the end (at most
+/// 5 s), on a thread of its own so that its blocking reads never hold up the daemon's tasks.
+enum RawExchange {
+    static func halfClosed(path: String, sending request: String) async -> String {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(returning: exchange(path: path, request: request))
+            }
+        }
+    }
+
+    private static func exchange(path: String, request: String) -> String {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            _ = path.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { return "connect failed: errno \(errno)" }
+        var limit = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        _ = request.withCString { write(descriptor, $0, strlen($0)) }
+        shutdown(descriptor, Int32(SHUT_WR))
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(descriptor, &buffer, buffer.count)
+            if count > 0 {
+                received += buffer[..<count]
+            } else {
+                if count < 0 { received += Array(" (no end within 5 s)".utf8) }
+                break
+            }
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+}
+
+/// A listening socket whose backlog is filled with connections that send nothing, so that a
+/// non-blocking connect gets EAGAIN; once it starts accepting, it drops those and answers the
+/// first real request with a status document.
+final class BusyServer: @unchecked Sendable {
+    private let listener: Int32
+    private let path: String
+    private var waiting: [Int32] = []
+    private(set) var fillers = 0
+
+    init(path: String) throws {
+        self.path = path
+        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard Self.withAddress(path, { bind(listener, $0, $1) }) == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRINUSE) }
+    }
+
+    func fillBacklog() {
+        for _ in 0..<64 {
+            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            if Self.withAddress(path, { connect(descriptor, $0, $1) }) != 0 {
+                close(descriptor)
+                return
+            }
+            waiting.append(descriptor)
+            fillers += 1
+        }
+    }
+
+    func startAccepting(after delay: Duration) {
+        Thread.detachNewThread { [self] in
+            Thread.sleep(forTimeInterval: Double(delay.components.attoseconds) / 1e18)
+            while true {
+                let connection = accept(listener, nil, nil)
+                guard connection >= 0 else { return }
+                var limit = timeval(tv_sec: 0, tv_usec: 100_000)
+                setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                if read(connection, &buffer, buffer.count) > 0 {
+                    let body = #"{"active":false,"exemptions":[],"ifb":"lc-eth0","interface":"eth0","since":"2026-01-01T00:00:00Z"}"#
+                    let response = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
+                    _ = response.withCString { write(connection, $0, strlen($0)) }
+                    close(connection)
+                    return
+                }
+                close(connection)
+            }
+        }
+    }
+
+    func stop() {
+        waiting.forEach { close($0) }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        unlink(path)
+    }
+
+    private static func withAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            _ = path.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
     }
 }
 
