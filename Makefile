@@ -11,8 +11,8 @@ SYSCONFDIR ?= /etc
 
 RELEASE := .build/release
 GENERATED := .build/generated
-# Written last by `generated`: `make install` builds only when `make` never ran, so that
-# `make && sudo make install` does not run the toolchain again as root.
+# Written last by `generated`: `make install` builds only what `make` left out of date, so
+# that `make && sudo make install` does not run the toolchain again as root.
 GENERATED_STAMP := $(GENERATED)/.complete
 
 .PHONY: all build test unit-test kernel-test demo bench fuzz install uninstall generated clean
@@ -28,9 +28,15 @@ PRODUCTS ?= linkcondd linkcond
 STATIC_CXX := $(CURDIR)/.build/static-c++
 CXX_ARCHIVE := $(shell clang -print-file-name=libstdc++.a 2>/dev/null)
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -Osize $(if $(wildcard $(CXX_ARCHIVE)),-Xlinker -L$(STATIC_CXX))
-build:
+# A binary is rebuilt when a source changed since it was built (swift build then decides what
+# to compile); `make` after a build needs no toolchain at all.
+SWIFT_INPUTS := Package.swift $(shell find Sources Benchmarks -type f 2>/dev/null)
+build: $(addprefix $(RELEASE)/,$(PRODUCTS))
+
+$(RELEASE)/%: $(SWIFT_INPUTS)
 	$(if $(wildcard $(CXX_ARCHIVE)),mkdir -p $(STATIC_CXX) && ln -sf $(CXX_ARCHIVE) $(STATIC_CXX)/libstdc++.a)
-	for product in $(PRODUCTS); do swift build $(RELEASE_FLAGS) --product $$product || exit 1; done
+	swift build $(RELEASE_FLAGS) --product $*
+	touch $@
 
 ## Everything, from a bare machine: setup, unit tests, and the kernel suite in a VM.
 test:
@@ -59,7 +65,9 @@ fuzz:
 
 ## Shell completions and man pages, generated from the command-line definitions of the
 ## binaries just built (swift-argument-parser's generate-manual, built on its own).
-generated: build
+generated: $(GENERATED_STAMP)
+
+$(GENERATED_STAMP): $(RELEASE)/linkcond $(RELEASE)/linkcondd
 	rm -rf $(GENERATED) && mkdir -p $(GENERATED)/man
 	for tool in linkcond linkcondd; do \
 		$(RELEASE)/$$tool --generate-completion-script bash > $(GENERATED)/$$tool.bash && \
@@ -72,9 +80,6 @@ generated: build
 			--authors "linkcond contributors" --output-directory $(GENERATED)/man || exit 1; \
 	done
 	touch $(GENERATED_STAMP)
-
-$(GENERATED_STAMP):
-	$(MAKE) generated
 
 # systemd is running and this is the real system, not a staging directory for a package.
 LIVE_SYSTEMD = [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null

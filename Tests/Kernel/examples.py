@@ -168,6 +168,7 @@ def main():
                 print("%s: sh block -> exit %s" % (where, status), flush=True)
                 if status != 0:
                     results["failures"].append({"where": where, "command": "\n".join(body), "problem": "exit %s" % status, "output": output[-1500:]})
+                    print("    FAILED:\n%s" % "\n".join("      | " + l for l in output.split("\n")[-15:]), flush=True)
                 continue
             for command, expected, wanted in console_steps(body):
                 results["commands"] += 1
