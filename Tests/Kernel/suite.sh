@@ -745,10 +745,19 @@ fds_during=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
 wait "$flood_pid" || true
 note "flood: $(cat "$WORK/flood.out")"
 note "root's linkcond status and activate: without the flood $(sort -g "$WORK/root.calm" | tr '\n' ' ')s; during it $(tr '\n' ' ' <"$WORK/root.times")s"
+# Under emulation a whole command's time is mostly process start, and it varies with what the
+# lanes do meantime: compare medians, and bound the slowest by the client's documented wait for
+# room in a full backlog (5 s).
+median_of() { sort -g "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+calm_median=$(median_of "$WORK/root.calm")
+median=$(median_of "$WORK/root.times")
 worst=$(sort -g "$WORK/root.times" | tail -1)
-median=$(sort -g "$WORK/root.times" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-limit=$(awk -v c="$calm" 'BEGIN { printf "%.3f", c + 2 }')
-check_max "flood: root's linkcond status and activate, slowest of 20" "$worst" "$limit" s "prompt: at most 2 s over the slowest without the flood, $calm s (median during $median s)"
+answered=$(awk '$1 != 99' "$WORK/root.times" | wc -l)
+check_range "flood: root's linkcond status and activate answered" "$answered" 20 20 "of 20" "all"
+check_max "flood: root's commands, median during the flood" "$median" "$(awk -v c="$calm_median" 'BEGIN { printf "%.3f", c + 1 }')" s \
+    "at most 1 s over the median without it, $calm_median s"
+check_max "flood: root's slowest command" "$worst" "$(awk -v c="$calm" 'BEGIN { printf "%.3f", c + 5 }')" s \
+    "at most the client's 5 s wait for a full backlog over the slowest without it, $calm s"
 check_range "flood: refused with 503 beyond the limit" "$(json "$WORK/flood.json" '.refusedWith503')" 1 100000000 "connections" "many"
 check_max "flood: descriptors open in the daemon during the flood" "$fds_during" 120 fds "bounded"
 check_max "flood: resident memory growth at its peak" "$(( rss_peak - rss_before ))" 4096 KiB "bounded ($rss_before -> $rss_peak KiB)"
