@@ -302,14 +302,7 @@ final class VanishingServer: @unchecked Sendable {
 
     init(path: String) throws {
         listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            _ = path.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let bound = withUnixAddress(path) { bind(listener, $0, $1) }
         guard bound == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRINUSE) }
         Thread.detachNewThread { [self] in
             connection = accept(listener, nil, nil)
@@ -343,14 +336,7 @@ enum RawExchange {
     private static func exchange(path: String, request: String) -> String {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            _ = path.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let connected = withUnixAddress(path) { connect(descriptor, $0, $1) }
         guard connected == 0 else { return "connect failed: errno \(errno)" }
         var limit = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
@@ -383,13 +369,13 @@ final class BusyServer: @unchecked Sendable {
     init(path: String) throws {
         self.path = path
         listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard Self.withAddress(path, { bind(listener, $0, $1) }) == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRINUSE) }
+        guard withUnixAddress(path, { bind(listener, $0, $1) }) == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRINUSE) }
     }
 
     func fillBacklog() {
         for _ in 0..<64 {
             let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            if Self.withAddress(path, { connect(descriptor, $0, $1) }) != 0 {
+            if withUnixAddress(path, { connect(descriptor, $0, $1) }) != 0 {
                 close(descriptor)
                 return
             }
@@ -425,16 +411,17 @@ final class BusyServer: @unchecked Sendable {
         close(listener)
         unlink(path)
     }
+}
 
-    private static func withAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            _ = path.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
-        }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+/// Calls `body` with `path` as a Unix socket address and its length (bind, connect).
+func withUnixAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+        _ = path.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
+    }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
     }
 }
 
