@@ -39,19 +39,22 @@ enum SocketFile {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
+        return withAddress(of: path, { connect(descriptor, $0, $1) }) == 0
+    }
+
+    /// Calls `body` with `path` as a Unix socket address and the address's length (for bind,
+    /// connect); `nil` when the path is too long for one.
+    static func withAddress<Result>(of path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result) -> Result? {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.utf8.count < capacity else { return false }
+        guard path.utf8.count < capacity else { return nil }
         withUnsafeMutableBytes(of: &address.sun_path) { buffer in
             buffer.copyBytes(from: path.utf8)
             buffer[path.utf8.count] = 0
         }
-        let result = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        return result == 0
     }
 }

@@ -413,16 +413,9 @@ final class BusyServer: @unchecked Sendable {
     }
 }
 
-/// Calls `body` with `path` as a Unix socket address and its length (bind, connect).
+/// `SocketFile.withAddress`, for tests whose paths always fit: -1 (as a failed call) if not.
 func withUnixAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-        _ = path.utf8CString.withUnsafeBytes { buffer.copyMemory(from: $0) }
-    }
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-    }
+    SocketFile.withAddress(of: path, body) ?? -1
 }
 
 /// The tasks of a connection storm, stopped once the daemon is gone.
