@@ -2,7 +2,10 @@
 public enum APIPath {
     public static let profiles = "/v1/profiles"
     public static let status = "/v1/status"
+    /// The default condition: the daemon's own interface.
     public static let condition = "/v1/condition"
+    /// Every condition: `GET` lists them, `DELETE` switches them all off.
+    public static let conditions = "/v1/conditions"
     public static let leases = "/v1/leases"
     /// The current lease: `DELETE` ends it early when the caller holds it.
     public static let lease = "/v1/lease"
@@ -14,6 +17,16 @@ public enum APIPath {
     /// `/v1/profiles/{name}` with the name percent-encoded, so `Slow Net` and `100% Loss` survive.
     public static func profile(_ name: String) -> String {
         profiles + "/" + percentEncode(name)
+    }
+
+    /// `/v1/conditions/{id}`: one condition (`GET`, `PUT`, `DELETE`); the id is the interface's name.
+    public static func condition(_ id: String) -> String {
+        conditions + "/" + percentEncode(id)
+    }
+
+    /// `/v1/conditions/{id}/lease`: `DELETE` ends the caller's lease on that condition early.
+    public static func conditionLease(_ id: String) -> String {
+        condition(id) + "/lease"
     }
 
     /// Everything but unreserved characters (RFC 3986) is percent-encoded.

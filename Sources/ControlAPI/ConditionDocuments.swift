@@ -35,8 +35,13 @@ public struct ActivateRequest: Codable, Sendable, Equatable {
     }
 }
 
-/// `GET /v1/status`, and the answer to every change.
+/// `GET /v1/status`, `GET /v1/conditions/{id}`, and the answer to every change: one condition.
 public struct StatusResponse: Codable, Sendable, Equatable {
+    /// The condition's id in `/v1/conditions/{id}`: today the name of the interface it shapes.
+    public var id: String
+    /// Whether this is the daemon's default condition, the one `/v1/condition` and commands
+    /// without `--interface` change.
+    public var isDefault: Bool
     public var interface: String
     /// The IFB device that carries the downlink while shaping is on.
     public var ifb: String
@@ -52,7 +57,12 @@ public struct StatusResponse: Codable, Sendable, Equatable {
     /// With `?verbose`: linkcond's qdiscs and classes as the kernel has them, with counters.
     public var kernel: [KernelObjectDocument]?
 
-    public init(interface: String, ifb: String, active: Bool, profile: ProfileDocument?, since: String, exemptions: [String], lease: LeaseDocument? = nil) {
+    public init(
+        id: String? = nil, isDefault: Bool = true, interface: String, ifb: String, active: Bool, profile: ProfileDocument?,
+        since: String, exemptions: [String], lease: LeaseDocument? = nil
+    ) {
+        self.id = id ?? interface
+        self.isDefault = isDefault
         self.interface = interface
         self.ifb = ifb
         self.active = active
@@ -60,6 +70,17 @@ public struct StatusResponse: Codable, Sendable, Equatable {
         self.since = since
         self.exemptions = exemptions
         self.lease = lease
+    }
+}
+
+/// `GET /v1/conditions` and `DELETE /v1/conditions`: every condition the daemon holds, the
+/// default one first (even when off), then the others by id. A condition other than the
+/// default exists while it has a profile or a lease; switched off, it is gone.
+public struct ConditionListResponse: Codable, Sendable, Equatable {
+    public var conditions: [StatusResponse]
+
+    public init(conditions: [StatusResponse]) {
+        self.conditions = conditions
     }
 }
 

@@ -12,9 +12,13 @@ public struct HistoryEntryDocument: Codable, Sendable, Equatable {
     public var requester: HolderDocument?
     /// Extra context, e.g. `lease 30s`.
     public var detail: String?
+    /// The condition that changed (its id: the interface); absent in entries older than plural
+    /// conditions, which were all on the daemon's default interface.
+    public var condition: String?
 
-    public init(time: String, from: String, to: String, reason: String, requester: HolderDocument?, detail: String?) {
+    public init(time: String, condition: String? = nil, from: String, to: String, reason: String, requester: HolderDocument?, detail: String?) {
         self.time = time
+        self.condition = condition
         self.from = from
         self.to = to
         self.reason = reason

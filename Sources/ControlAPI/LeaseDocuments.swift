@@ -71,8 +71,14 @@ public struct LeaseRequest: Codable, Sendable, Equatable {
     /// Take over a lease held by someone else.
     public var force: Bool?
     public var replaceForeign: Bool?
+    /// The interface whose condition the lease is on; absent: the daemon's default interface.
+    public var interface: String?
 
-    public init(profile: String? = nil, definition: ProfileDefinition? = nil, for duration: String? = nil, force: Bool? = nil, replaceForeign: Bool? = nil) {
+    public init(
+        profile: String? = nil, definition: ProfileDefinition? = nil, for duration: String? = nil, force: Bool? = nil,
+        replaceForeign: Bool? = nil, interface: String? = nil
+    ) {
+        self.interface = interface
         self.profile = profile
         self.definition = definition
         self.for = duration

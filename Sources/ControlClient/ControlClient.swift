@@ -18,9 +18,15 @@ public struct ControlClient: Sendable {
         self.socketPath = socketPath
     }
 
-    /// The condition in force; `verbose` adds linkcond's kernel objects with their counters.
-    public func status(verbose: Bool = false) async throws(ControlClientError) -> StatusResponse {
-        try await request(.GET, APIPath.status + (verbose ? "?verbose=1" : ""))
+    /// The condition in force on `interface` (the daemon's own when `nil`); `verbose` adds
+    /// linkcond's kernel objects with their counters.
+    public func status(verbose: Bool = false, interface: String? = nil) async throws(ControlClientError) -> StatusResponse {
+        try await request(.GET, (interface.map(APIPath.condition) ?? APIPath.status) + (verbose ? "?verbose=1" : ""))
+    }
+
+    /// Every condition the daemon holds, its default one first.
+    public func conditions(verbose: Bool = false) async throws(ControlClientError) -> ConditionListResponse {
+        try await request(.GET, APIPath.conditions + (verbose ? "?verbose=1" : ""))
     }
 
     public func profiles() async throws(ControlClientError) -> ProfileListResponse {
@@ -31,23 +37,29 @@ public struct ControlClient: Sendable {
         try await request(.GET, APIPath.profile(name))
     }
 
-    /// Activates a profile by name, or one given as `definition`; with `duration` (e.g. `30s`)
-    /// as a lease that reverts by itself.
+    /// Activates a profile by name, or one given as `definition`, on `interface` (the daemon's
+    /// own when `nil`); with `duration` (e.g. `30s`) as a lease that reverts by itself.
     public func activate(
-        _ name: String? = nil, definition: ProfileDefinition? = nil, replaceForeign: Bool = false, for duration: String? = nil, force: Bool = false
+        _ name: String? = nil, definition: ProfileDefinition? = nil, replaceForeign: Bool = false, for duration: String? = nil,
+        force: Bool = false, interface: String? = nil
     ) async throws(ControlClientError) -> StatusResponse {
-        try await request(.PUT, APIPath.condition, body: ActivateRequest(
+        try await request(.PUT, interface.map(APIPath.condition) ?? APIPath.condition, body: ActivateRequest(
             profile: name, definition: definition, replaceForeign: replaceForeign ? true : nil, for: duration, force: force ? true : nil
         ))
     }
 
-    public func deactivate(force: Bool = false) async throws(ControlClientError) -> StatusResponse {
-        try await request(.DELETE, APIPath.condition + (force ? "?force=1" : ""))
+    public func deactivate(force: Bool = false, interface: String? = nil) async throws(ControlClientError) -> StatusResponse {
+        try await request(.DELETE, (interface.map(APIPath.condition) ?? APIPath.condition) + (force ? "?force=1" : ""))
+    }
+
+    /// Switches every condition off.
+    public func deactivateAll(force: Bool = false) async throws(ControlClientError) -> ConditionListResponse {
+        try await request(.DELETE, APIPath.conditions + (force ? "?force=1" : ""))
     }
 
     /// Ends the caller's own lease early; the baseline comes back.
-    public func releaseLease() async throws(ControlClientError) -> StatusResponse {
-        try await request(.DELETE, APIPath.lease)
+    public func releaseLease(interface: String? = nil) async throws(ControlClientError) -> StatusResponse {
+        try await request(.DELETE, interface.map(APIPath.conditionLease) ?? APIPath.lease)
     }
 
     public func reload() async throws(ControlClientError) -> ReloadResponse {

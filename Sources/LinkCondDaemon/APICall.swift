@@ -8,16 +8,21 @@ import NIOHTTP1
 
 /// A request understood: which endpoint, with its arguments checked. Parsing is pure, so that
 /// every hostile byte sequence can be thrown at it without a daemon (see `Fuzz/`).
+///
+/// A `ConditionID` of `nil` is the default condition: `/v1/condition`, `/v1/status`, `/v1/lease`.
 package enum APICall: Sendable, Equatable {
-    case status(verbose: Bool)
+    case status(ConditionID?, verbose: Bool)
+    case conditions(verbose: Bool)
     case profiles
     case profile(name: String)
     case history(limit: Int)
-    case activate(ProfileChoice, ActivateRequest, duration: LeaseDuration?)
-    case deactivate(force: Bool)
+    case activate(ConditionID?, ProfileChoice, ActivateRequest, duration: LeaseDuration?)
+    case deactivate(ConditionID?, force: Bool)
+    /// Every condition off: refused as a whole while another client holds a lease, unless `force`.
+    case deactivateAll(force: Bool)
     /// Hold a lease for as long as the connection stays open.
-    case hold(ProfileChoice, LeaseRequest, maximum: LeaseDuration?)
-    case releaseLease
+    case hold(ConditionID?, ProfileChoice, LeaseRequest, maximum: LeaseDuration?)
+    case releaseLease(ConditionID?)
     case reload
     case fault(FaultRequest)
     case faultCounter
@@ -28,7 +33,7 @@ package enum APICall: Sendable, Equatable {
     /// Whether the call changes anything, and so needs the requester to be authorized.
     var changes: Bool {
         switch self {
-        case .status, .profiles, .profile, .history, .faultCounter: return false
+        case .status, .conditions, .profiles, .profile, .history, .faultCounter: return false
         default: return true
         }
     }
@@ -44,7 +49,13 @@ package enum APICall: Sendable, Equatable {
         switch path {
         case APIPath.status:
             try require(request, .GET)
-            return .status(verbose: try flag("verbose", in: query))
+            return .status(nil, verbose: try flag("verbose", in: query))
+        case APIPath.conditions:
+            try require(request, .GET, .DELETE)
+            if request.method == .DELETE {
+                return .deactivateAll(force: try flag("force", in: query))
+            }
+            return .conditions(verbose: try flag("verbose", in: query))
         case APIPath.profiles:
             try require(request, .GET)
             return .profiles
@@ -56,21 +67,16 @@ package enum APICall: Sendable, Equatable {
             }
             return .history(limit: limit)
         case APIPath.condition:
-            try require(request, .PUT, .DELETE)
-            if request.method == .DELETE {
-                return .deactivate(force: try flag("force", in: query))
-            }
-            let activation = try decode(ActivateRequest.self, from: request.body)
-            let duration = try leaseDuration(activation.for)
-            return .activate(try ProfileChoice.from(profile: activation.profile, definition: activation.definition), activation, duration: duration)
+            return try condition(nil, request, query: query)
         case APIPath.leases:
             try require(request, .POST)
             let lease = try decode(LeaseRequest.self, from: request.body)
             let maximum = try leaseDuration(lease.for)
-            return .hold(try ProfileChoice.from(profile: lease.profile, definition: lease.definition), lease, maximum: maximum)
+            let id = try lease.interface.map { name throws(ControlError) in try conditionID(name) }
+            return .hold(id, try ProfileChoice.from(profile: lease.profile, definition: lease.definition), lease, maximum: maximum)
         case APIPath.lease:
             try require(request, .DELETE)
-            return .releaseLease
+            return .releaseLease(nil)
         case APIPath.reload:
             try require(request, .POST)
             return .reload
@@ -78,6 +84,18 @@ package enum APICall: Sendable, Equatable {
             try require(request, .PUT, .GET)
             if request.method == .GET { return .faultCounter }
             return .fault(request.body.isEmpty ? FaultRequest(failAtStep: nil) : try decode(FaultRequest.self, from: request.body))
+        case _ where path.hasPrefix(APIPath.conditions + "/"):
+            var rest = path.dropFirst(APIPath.conditions.count + 1)
+            let leaseSuffix = "/lease"
+            let isLease = rest.hasSuffix(leaseSuffix)
+            if isLease { rest = rest.dropLast(leaseSuffix.count) }
+            guard let name = APIPath.percentDecode(rest) else {
+                throw .badRequest("malformed condition id in the path")
+            }
+            let id = try conditionID(name)
+            guard isLease else { return try condition(id, request, query: query) }
+            try require(request, .DELETE)
+            return .releaseLease(id)
         case _ where path.hasPrefix(APIPath.profiles + "/"):
             try require(request, .GET)
             let encoded = path.dropFirst(APIPath.profiles.count + 1)
@@ -88,6 +106,30 @@ package enum APICall: Sendable, Equatable {
         default:
             throw ControlError(.notFound, code: "not-found", message: "no such endpoint: \(request.method) \(printable(request.path)); see docs/api.md")
         }
+    }
+
+    /// `GET`, `PUT` or `DELETE` of one condition: the default one, or `id`.
+    private static func condition(_ id: ConditionID?, _ request: ControlRequest, query: [String: String]) throws(ControlError) -> APICall {
+        // GET of the default condition stays /v1/status, as it always was.
+        if id == nil { try require(request, .PUT, .DELETE) } else { try require(request, .GET, .PUT, .DELETE) }
+        switch request.method {
+        case .GET:
+            return .status(id, verbose: try flag("verbose", in: query))
+        case .DELETE:
+            return .deactivate(id, force: try flag("force", in: query))
+        default:
+            let activation = try decode(ActivateRequest.self, from: request.body)
+            let duration = try leaseDuration(activation.for)
+            return .activate(id, try ProfileChoice.from(profile: activation.profile, definition: activation.definition), activation, duration: duration)
+        }
+    }
+
+    /// A condition id from a path or a request: the name of an interface.
+    private static func conditionID(_ name: String) throws(ControlError) -> ConditionID {
+        if let problem = InterfaceName.problem(name) {
+            throw .badRequest("no condition '\(printable(name))': \(problem)")
+        }
+        return ConditionID(interface: name)
     }
 
     private static func require(_ request: ControlRequest, _ methods: HTTPMethod...) throws(ControlError) {
@@ -169,7 +211,7 @@ extension ActivateRequest: KnownFields {
 }
 
 extension LeaseRequest: KnownFields {
-    package static var knownFields: [String] { ["profile", "definition", "for", "force", "replaceForeign"] }
+    package static var knownFields: [String] { ["profile", "definition", "for", "force", "replaceForeign", "interface"] }
 }
 
 extension FaultRequest: KnownFields {

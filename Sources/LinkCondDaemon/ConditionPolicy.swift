@@ -13,13 +13,11 @@ struct ConditionPolicy: Sendable, Equatable {
     var baseline: CatalogEntry?
     var baselineSince: Date
     var lease: Lease?
-    private(set) var nextLeaseID: UInt64 = 1
 
     init(baseline: CatalogEntry? = nil, baselineSince: Date = Date(), lease: Lease? = nil) {
         self.baseline = baseline
         self.baselineSince = baselineSince
         self.lease = lease
-        if let lease { nextLeaseID = lease.id + 1 }
     }
 
     /// The condition the kernel should have.
@@ -37,11 +35,11 @@ struct ConditionPolicy: Sendable, Equatable {
         )
     }
 
-    /// A new lease with the next id.
-    mutating func makeLease(_ entry: CatalogEntry, holder: Requester, duration: LeaseDuration?, clientBound: Bool, now: Date = Date()) -> Lease {
-        defer { nextLeaseID += 1 }
-        return Lease(
-            id: nextLeaseID, entry: entry, holder: holder, since: now,
+    /// A new lease; `id` is unique among all the daemon's leases, so that a client's closed
+    /// connection can never end a later lease on a condition that was switched off meanwhile.
+    func makeLease(id: UInt64, _ entry: CatalogEntry, holder: Requester, duration: LeaseDuration?, clientBound: Bool, now: Date = Date()) -> Lease {
+        Lease(
+            id: id, entry: entry, holder: holder, since: now,
             expires: duration.map { now.addingTimeInterval($0.seconds) }, clientBound: clientBound
         )
     }

@@ -10,26 +10,41 @@ import Profiles
 // the history it keeps of every change.
 
 extension Conditioner {
-    /// The condition in force; `verbose` adds linkcond's objects as the kernel has them.
+    /// The default condition; `verbose` adds linkcond's objects as the kernel has them.
     public func status(verbose: Bool = false) -> StatusResponse {
-        var status = status()
-        if verbose {
-            status.kernel = convergence.kernelObjects()
-        }
-        return status
+        status(of: defaultCondition, verbose: verbose)
     }
 
-    public func status() -> StatusResponse {
+    /// One condition, the default one for `nil`; one that does not exist is shown off, as long
+    /// as its interface exists.
+    func status(_ id: ConditionID?, verbose: Bool = false) throws -> StatusResponse {
+        let id = id ?? defaultID
+        return status(of: try conditions[id] ?? absentCondition(id), verbose: verbose)
+    }
+
+    /// Every condition: the default one first, then the others by id.
+    public func conditionList(verbose: Bool = false) -> ConditionListResponse {
+        ConditionListResponse(conditions: orderedConditions.map { status(of: $0, verbose: verbose) })
+    }
+
+    func status(of condition: Condition, verbose: Bool = false) -> StatusResponse {
+        let policy = condition.policy
         let effective = policy.effective
-        return StatusResponse(
-            interface: target.interface,
-            ifb: target.ifb,
+        var status = StatusResponse(
+            id: condition.id.description,
+            isDefault: condition.id == defaultID,
+            interface: condition.target.interface,
+            ifb: condition.target.ifb,
             active: effective != nil,
             profile: effective.map(ProfileDocument.init),
             since: policy.since.formatted(.iso8601),
-            exemptions: convergence.planner.exemptions.ports.map(\.description) + convergence.planner.exemptions.networks.map(\.description),
-            lease: policy.lease.map(document)
+            exemptions: planner.exemptions.ports.map(\.description) + planner.exemptions.networks.map(\.description),
+            lease: policy.lease.map { document($0, restoring: policy.baseline) }
         )
+        if verbose {
+            status.kernel = condition.convergence.kernelObjects()
+        }
+        return status
     }
 
     public func profiles() -> ProfileListResponse {
@@ -47,29 +62,32 @@ extension Conditioner {
         HistoryResponse(entries: history.recent(limit))
     }
 
-    private func document(_ lease: Lease) -> LeaseDocument {
+    private func document(_ lease: Lease, restoring baseline: CatalogEntry?) -> LeaseDocument {
         LeaseDocument(
             profile: lease.entry.profile.name,
             holder: lease.holder.document,
             kind: lease.clientBound ? .clientBound : .timed,
             expires: lease.expires?.formatted(.iso8601),
             secondsLeft: lease.secondsLeft,
-            restores: policy.baseline?.profile.name ?? "off"
+            restores: baseline?.profile.name ?? "off"
         )
     }
 
-    func record(from previous: CatalogEntry?, reason: String, requester: Requester?, detail: String?) {
-        record(from: previous?.profile.name ?? "off", to: policy.effective?.profile.name ?? "off", reason: reason, requester: requester, detail: detail)
+    func record(_ condition: Condition, from previous: CatalogEntry?, reason: String, requester: Requester?, detail: String?) {
+        record(
+            condition, from: previous?.profile.name ?? "off", to: condition.policy.effective?.profile.name ?? "off",
+            reason: reason, requester: requester, detail: detail
+        )
     }
 
-    func record(from: String?, to: String, reason: String, requester: Requester?, detail: String?) {
+    func record(_ condition: Condition, from: String?, to: String, reason: String, requester: Requester?, detail: String?) {
         let from = from ?? "off"
-        var line = "condition: \(from) -> \(to) on \(target.interface) (\(reason))"
+        var line = "condition: \(from) -> \(to) on \(condition.target.interface) (\(reason))"
         if let requester { line += " by \(requester)" }
         if let detail { line += "; \(detail)" }
         logger.notice("\(line)")
         history.record(HistoryEntryDocument(
-            time: Date().formatted(.iso8601), from: from, to: to, reason: reason,
+            time: Date().formatted(.iso8601), condition: condition.id.description, from: from, to: to, reason: reason,
             requester: requester?.document, detail: detail
         ))
     }

@@ -9,28 +9,29 @@ import NIOCore
 import Profiles
 import Shaping
 
-/// The only path to change the condition: applies requests one after another, in the order of
+/// The only path to change a condition: applies requests one after another, in the order of
 /// `ConditionPolicy` (what should be in force), then the state journal (so that a daemon
 /// killed halfway knows the goal), then `KernelConvergence` (the kernel), then the history.
+///
+/// It holds any number of conditions, one per interface: the default one on the daemon's own
+/// interface, which always exists, and others that exist while they have a profile or a lease.
+/// A `ConditionID` of `nil` means the default condition.
 public actor Conditioner {
-    /// Runtime companions of the current lease: its expiry timer, and for a client-bound lease
-    /// the way to tell its client that it ended.
-    struct LeaseRuntime {
-        var leaseID: UInt64
-        var timer: Scheduled<Void>?
-        var onEnd: (@Sendable (LeaseEvent) -> Void)?
-    }
+    /// The most conditions held at once; more is refused, never queued.
+    static let maximumConditions = 1024
 
     public nonisolated let target: ShapingTarget
-    let convergence: KernelConvergence
+    nonisolated let defaultID: ConditionID
+    private let engine: ShapingEngine
+    let planner: Planner
     private let eventLoop: any EventLoop
-    private let stateStore: StateStore?
+    private let stateDirectory: String?
     let logger: Logger
     private let profileDirectories: [String]
     var catalog: ProfileCatalog
     var history: ConditionHistory
-    var policy = ConditionPolicy()
-    private var leaseRuntime: LeaseRuntime?
+    private(set) var conditions: [ConditionID: Condition] = [:]
+    private var lastLeaseID: UInt64 = 0
     /// Set by `shutdown`: no change is taken after it.
     private var stopping = false
 
@@ -46,187 +47,261 @@ public actor Conditioner {
         logger: Logger
     ) {
         self.target = target
-        self.convergence = KernelConvergence(target: target, planner: planner, engine: engine, logger: logger)
+        self.defaultID = ConditionID(interface: target.interface)
+        self.engine = engine
+        self.planner = planner
         self.catalog = catalog
         self.profileDirectories = profileDirectories
         self.eventLoop = eventLoop
-        self.stateStore = stateDirectory.map { StateStore(directory: $0, interface: target.interface) }
+        self.stateDirectory = stateDirectory
         self.history = ConditionHistory(file: historyFile.map { URL(fileURLWithPath: $0) })
         self.logger = logger
+        conditions[defaultID] = Self.makeCondition(defaultID, engine: engine, planner: planner, stateDirectory: stateDirectory, logger: logger)
     }
 
     // MARK: Changing
 
-    /// Puts the interface into the named profile's condition, for good or, with `duration`, as a
-    /// lease that reverts by itself.
+    /// Puts a condition's interface into the named profile's condition, for good or, with
+    /// `duration`, as a lease that reverts by itself.
     ///
     /// From off, the tree is built; from another profile, its values are changed in place. On
     /// any failure the previous condition stays in force and the error says why. A lease held
     /// by someone else is a conflict unless `force`.
     public func activate(
-        _ choice: ProfileChoice, by requester: Requester, for duration: LeaseDuration? = nil,
+        _ choice: ProfileChoice, on id: ConditionID? = nil, by requester: Requester, for duration: LeaseDuration? = nil,
         force: Bool = false, replacingForeign: Bool = false
     ) throws -> StatusResponse {
         try checkRunning()
         let entry = try resolve(choice)
-        try policy.checkNoLease(against: requester, force: force)
-        let previous = policy.effective
-        let displaced: LeaseRuntime?
+        let condition = try self.condition(id)
+        defer { dropIfIdle(condition) }
+        try condition.policy.checkNoLease(against: requester, force: force)
+        let previous = condition.policy.effective
+        let displaced: Condition.LeaseRuntime?
         if let duration {
-            let lease = policy.makeLease(entry, holder: requester, duration: duration, clientBound: false)
-            displaced = try converge(to: policy.wanting(baseline: policy.baseline, lease: lease), replacingForeign: replacingForeign)
-            record(from: previous, reason: "lease", requester: requester, detail: "for \(duration)")
+            let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: duration, clientBound: false)
+            displaced = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease), replacingForeign: replacingForeign)
+            record(condition, from: previous, reason: "lease", requester: requester, detail: "for \(duration)")
         } else {
-            displaced = try converge(to: policy.wanting(baseline: entry, lease: nil), replacingForeign: replacingForeign)
-            record(from: previous, reason: "activate", requester: requester, detail: nil)
+            displaced = try converge(condition, to: condition.policy.wanting(baseline: entry, lease: nil), replacingForeign: replacingForeign)
+            record(condition, from: previous, reason: "activate", requester: requester, detail: nil)
         }
-        notifyTakeOver(displaced, by: requester)
-        return status()
+        notifyTakeOver(displaced, on: condition, by: requester)
+        return status(of: condition)
     }
 
-    /// Removes all shaping. Also cleans up after an earlier run when already off.
-    public func deactivate(by requester: Requester, force: Bool = false) throws -> StatusResponse {
+    /// Removes a condition's shaping. Also cleans up after an earlier run when already off.
+    public func deactivate(on id: ConditionID? = nil, by requester: Requester, force: Bool = false) throws -> StatusResponse {
         try checkRunning()
-        try policy.checkNoLease(against: requester, force: force)
-        let previous = policy.effective
-        let displaced = try converge(to: policy.wanting(baseline: nil, lease: nil), replacingForeign: false)
-        if previous == nil {
-            // Already off: still remove whatever an earlier daemon may have left.
-            try convergence.removeAll()
-        } else {
-            record(from: previous, reason: "off", requester: requester, detail: nil)
+        let condition = try self.condition(id)
+        defer { dropIfIdle(condition) }
+        try condition.policy.checkNoLease(against: requester, force: force)
+        try switchOff(condition, by: requester)
+        return status(of: condition)
+    }
+
+    /// Switches every condition off. A lease held on any of them refuses the whole request
+    /// unless `force`, before anything changes; a kernel refusal on one does not stop the others.
+    public func deactivateAll(by requester: Requester, force: Bool = false) throws -> ConditionListResponse {
+        try checkRunning()
+        for condition in orderedConditions {
+            try condition.policy.checkNoLease(against: requester, force: force)
         }
-        notifyTakeOver(displaced, by: requester)
-        return status()
+        var failure: (any Error)?
+        for condition in orderedConditions {
+            do {
+                try switchOff(condition, by: requester)
+            } catch {
+                logger.error("off on \(condition.id): \(error)")
+                failure = failure ?? error
+            }
+            dropIfIdle(condition)
+        }
+        if let failure { throw failure }
+        return conditionList()
     }
 
     /// A lease that lasts while the client's connection stays open (`linkcond run`), at most
     /// `maximum`. `onEnd` hears about an end the client did not cause: expiry, take-over, shutdown.
     public func hold(
-        _ choice: ProfileChoice, by requester: Requester, maximum: LeaseDuration?, force: Bool = false,
+        _ choice: ProfileChoice, on id: ConditionID? = nil, by requester: Requester, maximum: LeaseDuration?, force: Bool = false,
         replacingForeign: Bool = false, onEnd: @escaping @Sendable (LeaseEvent) -> Void
-    ) throws -> (leaseID: UInt64, status: StatusResponse) {
+    ) throws -> (lease: LeaseTicket, status: StatusResponse) {
         try checkRunning()
         let entry = try resolve(choice)
-        try policy.checkNoLease(against: requester, force: force)
-        let previous = policy.effective
-        let lease = policy.makeLease(entry, holder: requester, duration: maximum, clientBound: true)
-        let displaced = try converge(to: policy.wanting(baseline: policy.baseline, lease: lease), replacingForeign: replacingForeign, onEnd: onEnd)
-        notifyTakeOver(displaced, by: requester)
-        record(from: previous, reason: "lease", requester: requester, detail: "while its client runs" + (maximum.map { ", at most \($0)" } ?? ""))
-        return (lease.id, status())
+        let condition = try self.condition(id)
+        defer { dropIfIdle(condition) }
+        try condition.policy.checkNoLease(against: requester, force: force)
+        let previous = condition.policy.effective
+        let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: maximum, clientBound: true)
+        let displaced = try converge(
+            condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease),
+            replacingForeign: replacingForeign, onEnd: onEnd
+        )
+        notifyTakeOver(displaced, on: condition, by: requester)
+        record(condition, from: previous, reason: "lease", requester: requester, detail: "while its client runs" + (maximum.map { ", at most \($0)" } ?? ""))
+        return (LeaseTicket(condition: condition.id, leaseID: lease.id), status(of: condition))
     }
 
     /// The client of a client-bound lease closed its connection: bring the baseline back.
     /// Returns the new status, or `nil` if the lease had already ended.
-    public func release(leaseID: UInt64) -> StatusResponse? {
-        guard let lease = policy.lease, lease.id == leaseID else { return nil }
-        endLease(reason: "lease-released", detail: "client closed its connection")
-        return status()
+    public func release(_ ticket: LeaseTicket) -> StatusResponse? {
+        guard let condition = conditions[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return nil }
+        defer { dropIfIdle(condition) }
+        endLease(condition, reason: "lease-released", detail: "client closed its connection")
+        return status(of: condition)
     }
 
     /// `linkcond release`: the holder ends their own lease early and gets the baseline back.
-    public func releaseLease(by requester: Requester) throws -> StatusResponse {
+    public func releaseLease(on id: ConditionID? = nil, by requester: Requester) throws -> StatusResponse {
         try checkRunning()
-        guard let lease = policy.lease, lease.isHeld(by: requester) else {
-            throw NoLeaseError(holder: policy.lease?.holder.document)
+        guard let condition = conditions[id ?? defaultID], let lease = condition.policy.lease, lease.isHeld(by: requester) else {
+            throw NoLeaseError(holder: conditions[id ?? defaultID]?.policy.lease?.holder.document)
         }
-        let previous = policy.effective
-        let ended = try converge(to: policy.wanting(baseline: policy.baseline, lease: nil), replacingForeign: false)
-        record(from: previous, reason: "lease-released", requester: requester, detail: "ended early by its holder (\(lease.entry.profile.name))")
-        ended?.onEnd?(LeaseEvent(event: .ended, reason: .released, status: status()))
-        return status()
+        defer { dropIfIdle(condition) }
+        let previous = condition.policy.effective
+        let ended = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: nil), replacingForeign: false)
+        record(condition, from: previous, reason: "lease-released", requester: requester, detail: "ended early by its holder (\(lease.entry.profile.name))")
+        ended?.onEnd?(LeaseEvent(event: .ended, reason: .released, status: status(of: condition)))
+        return status(of: condition)
     }
 
-    /// Re-reads the profile directories. The active condition changes only if its own file now
-    /// says something else; a file that broke or vanished keeps the values in force.
+    /// Re-reads the profile directories. A condition changes only if its own file now says
+    /// something else; a file that broke or vanished keeps the values in force.
     /// `requester` is who asked (`nil` for SIGHUP), so a re-applied condition is logged with them.
     public func reload(by requester: Requester? = nil) -> ReloadResponse {
         let fresh = ProfileCatalog.load(from: profileDirectories)
         for problem in fresh.problems {
             logger.warning("reload: skipping profile: \(problem)")
         }
-        func refreshed(_ entry: CatalogEntry) -> CatalogEntry {
-            guard !entry.isAdHoc else { return entry }
-            guard let update = fresh.entries.first(where: { $0.file == entry.file }) else {
-                logger.warning("reload: \(entry.file) no longer loads; '\(entry.profile.name)' keeps its values")
-                return entry
-            }
-            return update
-        }
         catalog = fresh
-        var wanted = policy.wanting(baseline: policy.baseline.map(refreshed), lease: policy.lease)
-        if let lease = policy.lease {
-            wanted.lease?.entry = refreshed(lease.entry)
+        var reappliedAny = false
+        for condition in orderedConditions where !stopping {
+            reappliedAny = refresh(condition, from: fresh, by: requester) || reappliedAny
         }
-        let before = policy.effective
-        var reapplied = false
-        if !stopping, wanted != policy {
-            do {
-                try converge(to: wanted, replacingForeign: false)
-                reapplied = before?.profile != policy.effective?.profile
-                if reapplied {
-                    record(
-                        from: before, reason: "reload", requester: requester,
-                        detail: "\(policy.effective?.file ?? "") changed" + (requester == nil ? " (SIGHUP)" : "")
-                    )
-                }
-            } catch {
-                logger.error("reload: cannot apply the new values of \(before?.profile.name ?? "the active profile"): \(error)")
-            }
-        }
-        logger.notice("reloaded \(fresh.entries.count) profiles, \(fresh.problems.count) skipped\(reapplied ? ", active condition updated" : "")")
+        logger.notice("reloaded \(fresh.entries.count) profiles, \(fresh.problems.count) skipped\(reappliedAny ? ", active condition updated" : "")")
         return ReloadResponse(
             profiles: fresh.entries.count, problems: fresh.problems.map(ProfileProblem.init),
-            reapplied: reapplied, status: status()
+            reapplied: reappliedAny, status: status(of: defaultCondition)
         )
     }
 
-    /// Brings the kernel to what the state file says was wanted when the previous daemon ended:
-    /// a lease still valid, else the baseline, else nothing. A tree that is exactly the wanted
-    /// one is re-adopted (its values rewritten); anything less is rebuilt or removed.
+    /// Brings the kernel to what the state files say was wanted when the previous daemon ended,
+    /// for the default condition and every other one that had a state file: a lease still
+    /// valid, else the baseline, else nothing. A tree that is exactly the wanted one is
+    /// re-adopted (its values rewritten); anything less is rebuilt or removed.
+    ///
+    /// The default condition's failure is thrown (the daemon cannot serve its interface);
+    /// another condition that cannot be brought back is logged, removed and forgotten.
     public func recover() throws(ShapingError) {
-        policy = recoveredPolicy(from: stateStore?.load())
-        persist()
-        let wanted = policy.effective
-        let outcome = try convergence.recover(to: wanted?.profile)
-        switch outcome {
-        case .nothingToDo:
-            break
-        case .removedLeftovers:
-            logger.notice("startup: removed the linkcond tree an earlier daemon left on \(target.interface); nothing was to stay in force")
-            record(from: nil, to: "off", reason: "startup", requester: nil, detail: "removed a tree left by an earlier daemon")
-        case .readopted, .rebuilt:
-            var how = "re-adopted the tree an earlier daemon left"
-            if case .rebuilt(let deviations) = outcome {
-                how = deviations.isEmpty ? "built it" : "rebuilt it: the tree left was incomplete"
-                for deviation in deviations.prefix(20) {
-                    logger.notice("startup: the tree on \(target.interface) differed: \(deviation)")
-                }
+        try recover(defaultCondition)
+        for id in StateStore.storedConditions(in: stateDirectory) where id != defaultID && conditions.count < Self.maximumConditions {
+            let condition = makeCondition(id)
+            conditions[id] = condition
+            do {
+                try recover(condition)
+            } catch {
+                logger.error("startup: cannot bring back the condition on \(id.interface): \(error.message); removing it")
+                condition.policy = ConditionPolicy()
+                try? condition.convergence.removeAll()
+                record(condition, from: nil, to: "off", reason: "startup", requester: nil, detail: "could not be brought back: \(error.message)")
             }
-            logger.notice("startup: '\(wanted?.profile.name ?? "")' stays in force on \(target.interface): \(how)")
-            record(from: nil, to: wanted?.profile.name ?? "off", reason: "startup", requester: nil, detail: how)
-            scheduleExpiry()
+            dropIfIdle(condition)
         }
     }
 
-    /// Graceful stop: ends any lease (telling a waiting client why), removes all shaping,
-    /// forgets the state. After it, every change is refused.
+    /// Graceful stop: ends every lease (telling a waiting client why), removes all shaping,
+    /// forgets the state. After it, every change is refused. Throws the first failure, after
+    /// trying every condition.
     public func shutdown() throws(ShapingError) {
         stopping = true
-        let previous = policy.effective
-        let lease = policy.lease
-        let runtime = leaseRuntime
-        runtime?.timer?.cancel()
-        leaseRuntime = nil
-        policy = policy.wanting(baseline: nil, lease: nil)
-        try convergence.removeAll()
-        stateStore?.remove()
-        runtime?.onEnd?(LeaseEvent(event: .ended, reason: .shutdown, status: status()))
-        if previous != nil {
-            let detail = lease.map { "ended the lease on '\($0.entry.profile.name)' held by \($0.holder)" }
-            record(from: previous?.profile.name, to: "off", reason: "shutdown", requester: nil, detail: detail)
+        var failure: ShapingError?
+        for condition in orderedConditions {
+            let previous = condition.policy.effective
+            let lease = condition.policy.lease
+            let runtime = condition.leaseRuntime
+            runtime?.timer?.cancel()
+            condition.leaseRuntime = nil
+            condition.policy = condition.policy.wanting(baseline: nil, lease: nil)
+            do {
+                try condition.convergence.removeAll()
+                condition.stateStore?.remove()
+            } catch {
+                logger.error("stopping: \(error)")
+                failure = failure ?? error
+            }
+            runtime?.onEnd?(LeaseEvent(event: .ended, reason: .shutdown, status: status(of: condition)))
+            if previous != nil {
+                let detail = lease.map { "ended the lease on '\($0.entry.profile.name)' held by \($0.holder)" }
+                record(condition, from: previous?.profile.name, to: "off", reason: "shutdown", requester: nil, detail: detail)
+            }
         }
+        if let failure { throw failure }
+    }
+
+    // MARK: Conditions
+
+    var defaultCondition: Condition {
+        // The default condition is made in `init` and never dropped.
+        conditions[defaultID]!
+    }
+
+    /// The default condition first, then the others by id.
+    var orderedConditions: [Condition] {
+        [defaultCondition] + conditions.values.filter { $0.id != defaultID }.sorted { $0.id < $1.id }
+    }
+
+    /// The condition `id` names (the default one for `nil`), made when it does not exist yet and
+    /// its interface does.
+    private func condition(_ id: ConditionID?) throws -> Condition {
+        let id = id ?? defaultID
+        if let existing = conditions[id] { return existing }
+        guard conditions.count < Self.maximumConditions else {
+            throw TooManyConditionsError(limit: Self.maximumConditions)
+        }
+        let condition = makeCondition(id)
+        guard try engine.survey(condition.target).interface != nil else {
+            throw UnknownInterfaceError(interface: id.interface)
+        }
+        conditions[id] = condition
+        return condition
+    }
+
+    /// A condition that does not exist, as its status would show it: off, if its interface exists.
+    func absentCondition(_ id: ConditionID) throws -> Condition {
+        let condition = makeCondition(id)
+        guard try engine.survey(condition.target).interface != nil else {
+            throw UnknownInterfaceError(interface: id.interface)
+        }
+        return condition
+    }
+
+    private func makeCondition(_ id: ConditionID) -> Condition {
+        Self.makeCondition(id, engine: engine, planner: planner, stateDirectory: stateDirectory, logger: logger)
+    }
+
+    private static func makeCondition(
+        _ id: ConditionID, engine: ShapingEngine, planner: Planner, stateDirectory: String?, logger: Logger
+    ) -> Condition {
+        Condition(
+            id: id,
+            convergence: KernelConvergence(target: ShapingTarget(interface: id.interface), planner: planner, engine: engine, logger: logger),
+            stateStore: stateDirectory.map { StateStore(directory: $0, interface: id.interface) }
+        )
+    }
+
+    /// A condition other than the default one ends with its last profile and lease: it leaves
+    /// the set, and its state file goes (after its kernel objects, so a crash in between
+    /// still leaves the file that tells the next daemon to remove them).
+    private func dropIfIdle(_ condition: Condition) {
+        guard condition.id != defaultID, condition.isIdle, conditions[condition.id] === condition else { return }
+        conditions[condition.id] = nil
+        condition.stateStore?.remove()
+    }
+
+    private func nextLeaseID() -> UInt64 {
+        lastLeaseID += 1
+        return lastLeaseID
     }
 
     // MARK: Leases
@@ -242,15 +317,53 @@ public actor Conditioner {
         if stopping { throw DaemonStoppingError() }
     }
 
+    /// Off, recorded; an idle condition is still swept of what an earlier daemon may have left.
+    private func switchOff(_ condition: Condition, by requester: Requester) throws {
+        let previous = condition.policy.effective
+        let displaced = try converge(condition, to: condition.policy.wanting(baseline: nil, lease: nil), replacingForeign: false)
+        if previous == nil {
+            try condition.convergence.removeAll()
+        } else {
+            record(condition, from: previous, reason: "off", requester: requester, detail: nil)
+        }
+        notifyTakeOver(displaced, on: condition, by: requester)
+    }
+
+    private func recover(_ condition: Condition) throws(ShapingError) {
+        condition.policy = recoveredPolicy(from: condition.stateStore?.load(), for: condition.id)
+        persist(condition)
+        let wanted = condition.policy.effective
+        let interface = condition.id.interface
+        let outcome = try condition.convergence.recover(to: wanted?.profile)
+        switch outcome {
+        case .nothingToDo:
+            break
+        case .removedLeftovers:
+            logger.notice("startup: removed the linkcond tree an earlier daemon left on \(interface); nothing was to stay in force")
+            record(condition, from: nil, to: "off", reason: "startup", requester: nil, detail: "removed a tree left by an earlier daemon")
+        case .readopted, .rebuilt:
+            var how = "re-adopted the tree an earlier daemon left"
+            if case .rebuilt(let deviations) = outcome {
+                how = deviations.isEmpty ? "built it" : "rebuilt it: the tree left was incomplete"
+                for deviation in deviations.prefix(20) {
+                    logger.notice("startup: the tree on \(interface) differed: \(deviation)")
+                }
+            }
+            logger.notice("startup: '\(wanted?.profile.name ?? "")' stays in force on \(interface): \(how)")
+            record(condition, from: nil, to: wanted?.profile.name ?? "off", reason: "startup", requester: nil, detail: how)
+            scheduleExpiry(condition)
+        }
+    }
+
     /// The policy a restarted daemon starts from: the stored one, less a lease that ended
     /// while no daemon ran (expired, or bound to a client whose connection died with it).
-    private func recoveredPolicy(from state: PersistedState?) -> ConditionPolicy {
-        guard let state, state.interface == target.interface else { return ConditionPolicy() }
+    private func recoveredPolicy(from state: PersistedState?, for id: ConditionID) -> ConditionPolicy {
+        guard let state, state.interface == id.interface else { return ConditionPolicy() }
         let baseline: CatalogEntry?
         do {
             baseline = try state.baseline?.entry()
         } catch {
-            logger.error("startup: ignoring the stored condition: \(error)")
+            logger.error("startup: ignoring the stored condition on \(id.interface): \(error)")
             return ConditionPolicy()
         }
         var lease: Lease?
@@ -260,97 +373,135 @@ public actor Conditioner {
             } else if let expires = stored.expires, expires <= Date() {
                 logger.notice("startup: the lease on '\(entry.profile.name)' held by \(stored.holder) expired while no daemon ran")
             } else {
-                lease = Lease(id: 1, entry: entry, holder: Requester(document: stored.holder), since: stored.since, expires: stored.expires, clientBound: false)
+                lease = Lease(
+                    id: nextLeaseID(), entry: entry, holder: Requester(document: stored.holder), since: stored.since,
+                    expires: stored.expires, clientBound: false
+                )
             }
         }
         return ConditionPolicy(baseline: baseline, baselineSince: state.baselineSince, lease: lease)
     }
 
-    /// Tells the client of a lease that `requester` forced its way past that it is over.
-    private func notifyTakeOver(_ displaced: LeaseRuntime?, by requester: Requester) {
-        guard let displaced else { return }
-        logger.notice("lease \(displaced.leaseID) taken over by \(requester)")
-        displaced.onEnd?(LeaseEvent(event: .ended, reason: .takenOver, by: requester.document, status: status()))
+    /// A condition's profiles as `fresh` has them now; whether the values in force changed.
+    private func refresh(_ condition: Condition, from fresh: ProfileCatalog, by requester: Requester?) -> Bool {
+        func refreshed(_ entry: CatalogEntry) -> CatalogEntry {
+            guard !entry.isAdHoc else { return entry }
+            guard let update = fresh.entries.first(where: { $0.file == entry.file }) else {
+                logger.warning("reload: \(entry.file) no longer loads; '\(entry.profile.name)' keeps its values")
+                return entry
+            }
+            return update
+        }
+        let policy = condition.policy
+        var wanted = policy.wanting(baseline: policy.baseline.map(refreshed), lease: policy.lease)
+        if let lease = policy.lease {
+            wanted.lease?.entry = refreshed(lease.entry)
+        }
+        guard wanted != policy else { return false }
+        let before = policy.effective
+        do {
+            try converge(condition, to: wanted, replacingForeign: false)
+        } catch {
+            logger.error("reload: cannot apply the new values of \(before?.profile.name ?? "the active profile") on \(condition.id): \(error)")
+            return false
+        }
+        guard before?.profile != condition.policy.effective?.profile else { return false }
+        record(
+            condition, from: before, reason: "reload", requester: requester,
+            detail: "\(condition.policy.effective?.file ?? "") changed" + (requester == nil ? " (SIGHUP)" : "")
+        )
+        return true
     }
 
-    /// One timer for the current lease's end: no wakeups at all while there is no lease.
-    private func scheduleExpiry(onEnd: (@Sendable (LeaseEvent) -> Void)? = nil) {
-        guard let lease = policy.lease, leaseRuntime?.leaseID != lease.id else { return }
-        var runtime = LeaseRuntime(leaseID: lease.id, onEnd: onEnd)
+    /// Tells the client of a lease that `requester` forced its way past that it is over.
+    private func notifyTakeOver(_ displaced: Condition.LeaseRuntime?, on condition: Condition, by requester: Requester) {
+        guard let displaced else { return }
+        logger.notice("lease \(displaced.leaseID) on \(condition.id) taken over by \(requester)")
+        displaced.onEnd?(LeaseEvent(event: .ended, reason: .takenOver, by: requester.document, status: status(of: condition)))
+    }
+
+    /// One timer for a condition's current lease's end: no wakeups at all while there is no lease.
+    private func scheduleExpiry(_ condition: Condition, onEnd: (@Sendable (LeaseEvent) -> Void)? = nil) {
+        guard let lease = condition.policy.lease, condition.leaseRuntime?.leaseID != lease.id else { return }
+        var runtime = Condition.LeaseRuntime(leaseID: lease.id, onEnd: onEnd)
         if let expires = lease.expires {
-            let id = lease.id
+            let ticket = LeaseTicket(condition: condition.id, leaseID: lease.id)
             let delay = TimeAmount.milliseconds(Int64((expires.timeIntervalSinceNow * 1000).rounded(.up)))
             runtime.timer = eventLoop.scheduleTask(in: max(delay, .zero)) {
-                Task { await self.expire(leaseID: id) }
+                Task { await self.expire(ticket) }
             }
         }
-        leaseRuntime = runtime
+        condition.leaseRuntime = runtime
     }
 
-    private func expire(leaseID: UInt64) {
-        guard let lease = policy.lease, lease.id == leaseID else { return }
-        let ended = endLease(reason: "lease-expired", detail: nil)
-        ended?.onEnd?(LeaseEvent(event: .ended, reason: .expired, status: status()))
+    private func expire(_ ticket: LeaseTicket) {
+        guard let condition = conditions[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return }
+        defer { dropIfIdle(condition) }
+        let ended = endLease(condition, reason: "lease-expired", detail: nil)
+        ended?.onEnd?(LeaseEvent(event: .ended, reason: .expired, status: status(of: condition)))
     }
 
-    /// Ends the current lease and brings the baseline back; returns the ended lease's runtime.
-    /// If the kernel refuses, the lease's condition stays in force as the baseline, and the
-    /// error is logged.
+    /// Ends a condition's current lease and brings its baseline back; returns the ended lease's
+    /// runtime. If the kernel refuses, the lease's condition stays in force as the baseline,
+    /// and the error is logged.
     @discardableResult
-    private func endLease(reason: String, detail: String?) -> LeaseRuntime? {
-        guard let lease = policy.lease else { return nil }
-        var ended: LeaseRuntime?
+    private func endLease(_ condition: Condition, reason: String, detail: String?) -> Condition.LeaseRuntime? {
+        guard let lease = condition.policy.lease else { return nil }
+        var ended: Condition.LeaseRuntime?
         do {
-            ended = try converge(to: policy.wanting(baseline: policy.baseline, lease: nil), replacingForeign: false)
+            ended = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: nil), replacingForeign: false)
         } catch {
-            logger.error("cannot end the lease on '\(lease.entry.profile.name)': \(error); keeping it in force without a lease")
-            policy = policy.wanting(baseline: lease.entry, lease: nil)
-            persist()
-            ended = leaseRuntime
+            logger.error("cannot end the lease on '\(lease.entry.profile.name)' on \(condition.id): \(error); keeping it in force without a lease")
+            condition.policy = condition.policy.wanting(baseline: lease.entry, lease: nil)
+            persist(condition)
+            ended = condition.leaseRuntime
             ended?.timer?.cancel()
-            leaseRuntime = nil
+            condition.leaseRuntime = nil
         }
-        record(from: lease.entry, reason: reason, requester: nil, detail: detail ?? "held by \(lease.holder)")
+        record(condition, from: lease.entry, reason: reason, requester: nil, detail: detail ?? "held by \(lease.holder)")
         return ended
     }
 
     // MARK: Applying
 
-    /// Makes `wanted` the policy and brings the kernel there. The state file is written first,
-    /// so a daemon killed halfway is followed by one that knows the goal; on failure the old
-    /// policy comes back, in memory and on disk, and the kernel is as it was.
+    /// Makes `wanted` the condition's policy and brings its kernel objects there. The state
+    /// file is written first, so a daemon killed halfway is followed by one that knows the
+    /// goal; on failure the old policy comes back, in memory and on disk, and the kernel is as
+    /// it was.
     ///
     /// Returns the runtime of a lease this change ended (timer cancelled), so that the caller
     /// can tell its client why.
     @discardableResult
     private func converge(
-        to wanted: ConditionPolicy, replacingForeign: Bool, onEnd: (@Sendable (LeaseEvent) -> Void)? = nil
-    ) throws -> LeaseRuntime? {
-        let old = policy
-        policy = wanted
-        persist()
+        _ condition: Condition, to wanted: ConditionPolicy, replacingForeign: Bool,
+        onEnd: (@Sendable (LeaseEvent) -> Void)? = nil
+    ) throws -> Condition.LeaseRuntime? {
+        let old = condition.policy
+        condition.policy = wanted
+        persist(condition)
         do {
-            try convergence.converge(to: wanted.effective?.profile, replacingForeign: replacingForeign)
+            try condition.convergence.converge(to: wanted.effective?.profile, replacingForeign: replacingForeign)
         } catch {
-            policy = old
-            persist()
+            condition.policy = old
+            persist(condition)
             throw error
         }
         // Only now is an old lease really gone; after a failure it stays, timer and all.
-        var ended: LeaseRuntime?
-        if let runtime = leaseRuntime, runtime.leaseID != wanted.lease?.id {
+        var ended: Condition.LeaseRuntime?
+        if let runtime = condition.leaseRuntime, runtime.leaseID != wanted.lease?.id {
             runtime.timer?.cancel()
-            leaseRuntime = nil
+            condition.leaseRuntime = nil
             ended = runtime
         }
-        scheduleExpiry(onEnd: onEnd)
+        scheduleExpiry(condition, onEnd: onEnd)
         return ended
     }
 
-    func persist() {
-        guard let stateStore else { return }
+    func persist(_ condition: Condition) {
+        guard let stateStore = condition.stateStore else { return }
+        let policy = condition.policy
         let state = PersistedState(
-            interface: target.interface,
+            interface: condition.id.interface,
             baseline: policy.baseline.map(PersistedState.StoredProfile.init),
             baselineSince: policy.baselineSince,
             lease: policy.lease.map {
@@ -366,6 +517,12 @@ public actor Conditioner {
             logger.error("cannot write \(stateStore.url.path): \(error); a restarted daemon may not restore this condition")
         }
     }
+}
+
+/// Names a lease across the daemon: which condition, which lease on it.
+public struct LeaseTicket: Sendable, Equatable {
+    public var condition: ConditionID
+    public var leaseID: UInt64
 }
 
 extension Requester {

@@ -100,3 +100,13 @@ extension ShapingError: ControlAPIError {
 
     var errorCode: String { code.rawValue }
 }
+
+extension UnknownInterfaceError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .notFound }
+    var errorCode: String { "unknown-interface" }
+}
+
+extension TooManyConditionsError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .serviceUnavailable }
+    var errorCode: String { "too-many-conditions" }
+}

@@ -20,7 +20,7 @@ struct ControlReply: Sendable {
 /// What to do with a request: answer it, or hold a lease for as long as the connection lasts.
 enum Route: Sendable {
     case reply(ControlReply)
-    case hold(ProfileChoice, LeaseRequest, maximum: LeaseDuration?)
+    case hold(ConditionID?, ProfileChoice, LeaseRequest, maximum: LeaseDuration?)
 }
 
 /// Carries out parsed requests against the conditioner and turns results and errors into
@@ -57,12 +57,12 @@ struct ControlRouter: Sendable {
 
     private func perform(_ call: APICall, for requester: Requester) async throws -> Route {
         switch call {
-        case .status(let verbose):
-            var status = await conditioner.status(verbose: verbose)
-            if !authorizer.mayChange(requester), let holder = status.lease?.holder {
-                status.lease?.holder = holder.withoutArguments
-            }
-            return .reply(.json(status))
+        case .status(let id, let verbose):
+            return .reply(.json(shown(try await conditioner.status(id, verbose: verbose), to: requester)))
+        case .conditions(let verbose):
+            var list = await conditioner.conditionList(verbose: verbose)
+            list.conditions = list.conditions.map { shown($0, to: requester) }
+            return .reply(.json(list))
         case .profiles:
             return .reply(.json(await conditioner.profiles()))
         case .profile(let name):
@@ -75,17 +75,19 @@ struct ControlRouter: Sendable {
                 }
             }
             return .reply(.json(history))
-        case .activate(let choice, let activation, let duration):
+        case .activate(let id, let choice, let activation, let duration):
             return .reply(.json(try await conditioner.activate(
-                choice, by: requester, for: duration,
+                choice, on: id, by: requester, for: duration,
                 force: activation.force ?? false, replacingForeign: activation.replaceForeign ?? false
             )))
-        case .deactivate(let force):
-            return .reply(.json(try await conditioner.deactivate(by: requester, force: force)))
-        case .hold(let choice, let lease, let maximum):
-            return .hold(choice, lease, maximum: maximum)
-        case .releaseLease:
-            return .reply(.json(try await conditioner.releaseLease(by: requester)))
+        case .deactivate(let id, let force):
+            return .reply(.json(try await conditioner.deactivate(on: id, by: requester, force: force)))
+        case .deactivateAll(let force):
+            return .reply(.json(try await conditioner.deactivateAll(by: requester, force: force)))
+        case .hold(let id, let choice, let lease, let maximum):
+            return .hold(id, choice, lease, maximum: maximum)
+        case .releaseLease(let id):
+            return .reply(.json(try await conditioner.releaseLease(on: id, by: requester)))
         case .reload:
             return .reply(.json(await conditioner.reload(by: requester)))
         case .fault(let fault):
@@ -94,6 +96,15 @@ struct ControlRouter: Sendable {
         case .faultCounter:
             return .reply(.json(["executedSteps": faults?.executedSteps ?? 0]))
         }
+    }
+
+    /// A status as `requester` may see it: a lease holder's command line only for those who
+    /// may change conditions themselves.
+    private func shown(_ status: StatusResponse, to requester: Requester) -> StatusResponse {
+        guard !authorizer.mayChange(requester), let holder = status.lease?.holder else { return status }
+        var shown = status
+        shown.lease?.holder = holder.withoutArguments
+        return shown
     }
 
     private func authorize(_ requester: Requester) throws(ControlError) {

@@ -167,8 +167,8 @@ package struct ControlServer: Sendable {
                         let closing = !head.isKeepAlive || request.tooLarge
                         try await outbound.write(contentsOf: ConnectionGuard.parts(of: reply, closing: closing))
                         if closing { return }
-                    case .hold(let choice, let lease, let maximum):
-                        try await hold(choice, lease, maximum: maximum, head: head, requester: requester, channel: accepted.channel, parts: &parts, outbound: outbound)
+                    case .hold(let id, let choice, let lease, let maximum):
+                        try await hold(id, choice, lease, maximum: maximum, head: head, requester: requester, channel: accepted.channel, parts: &parts, outbound: outbound)
                         return
                     }
                 }
@@ -208,7 +208,7 @@ package struct ControlServer: Sendable {
     /// `POST /v1/leases`: answers with one JSON line when the lease is in force, keeps the
     /// response open while the client keeps the connection, and ends the lease when it closes.
     private func hold(
-        _ choice: ProfileChoice, _ lease: LeaseRequest, maximum: LeaseDuration?, head: HTTPRequestHead, requester: Requester, channel: any Channel,
+        _ id: ConditionID?, _ choice: ProfileChoice, _ lease: LeaseRequest, maximum: LeaseDuration?, head: HTTPRequestHead, requester: Requester, channel: any Channel,
         parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     ) async throws {
@@ -222,10 +222,10 @@ package struct ControlServer: Sendable {
                 try? await channel.close()
             }
         }
-        let held: (leaseID: UInt64, status: StatusResponse)
+        let held: (lease: LeaseTicket, status: StatusResponse)
         do {
             held = try await router.conditioner.hold(
-                choice, by: requester, maximum: maximum, force: lease.force ?? false,
+                choice, on: id, by: requester, maximum: maximum, force: lease.force ?? false,
                 replacingForeign: lease.replaceForeign ?? false, onEnd: ended
             )
         } catch {
@@ -246,7 +246,7 @@ package struct ControlServer: Sendable {
         ])
         // Anything more the client sends is ignored; its end (or failure) ends the lease.
         while (try? await parts.next()) != nil {}
-        guard let restored = await router.conditioner.release(leaseID: held.leaseID) else { return }
+        guard let restored = await router.conditioner.release(held.lease) else { return }
         try? await outbound.write(contentsOf: [
             .body(.byteBuffer(Self.line(LeaseEvent(event: .ended, reason: .released, status: restored)))),
             .end(nil),

@@ -5,7 +5,8 @@ import Profiles
 import Shaping
 
 /// Brings one target's tc tree to a wanted profile, or to nothing, and knows what the kernel
-/// has now. Owned by the `Conditioner`, which calls it one change at a time.
+/// has now. Owned by one `Condition`; the `Conditioner` calls it one change at a time, through
+/// the engine all conditions share.
 final class KernelConvergence {
     let target: ShapingTarget
     let planner: Planner
@@ -26,7 +27,7 @@ final class KernelConvergence {
         case rebuilt(deviations: [String])
     }
 
-    init(target: ShapingTarget, planner: Planner, engine: sending ShapingEngine, logger: Logger) {
+    init(target: ShapingTarget, planner: Planner, engine: ShapingEngine, logger: Logger) {
         self.target = target
         self.planner = planner
         self.engine = engine

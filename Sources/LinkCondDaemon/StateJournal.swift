@@ -105,12 +105,25 @@ extension PersistedState.StoredProfile {
     }
 }
 
-/// Reads and atomically replaces the state file.
+/// Reads and atomically replaces one condition's state file, `<interface>.state.json`.
 package struct StateStore: Sendable {
+    static let suffix = ".state.json"
     let url: URL
 
     init(directory: String, interface: String) {
-        self.url = URL(fileURLWithPath: directory).appendingPathComponent("\(interface).state.json")
+        self.url = URL(fileURLWithPath: directory).appendingPathComponent(interface + Self.suffix)
+    }
+
+    /// The conditions a state directory has files for, by name; a file whose name cannot be an
+    /// interface's is not linkcond's and is left alone.
+    static func storedConditions(in directory: String?) -> [ConditionID] {
+        guard let directory, let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        return names.sorted().compactMap { name in
+            guard name.hasSuffix(suffix) else { return nil }
+            let interface = String(name.dropLast(suffix.count))
+            guard InterfaceName.problem(interface) == nil else { return nil }
+            return ConditionID(interface: interface)
+        }
     }
 
     /// The state, or `nil` when there is none or it cannot be read (then the daemon starts

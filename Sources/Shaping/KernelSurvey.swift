@@ -118,10 +118,16 @@ public struct KernelSurvey: Sendable, Equatable {
     private static func lines(qdiscs: [QdiscInfo], classes: [ClassInfo], filters: [FilterInfo]) -> [String] {
         let reserved = ReservedHandles.qdiscs + [ReservedHandles.ingress]
         return qdiscs.filter { reserved.contains($0.handle) }.map { "qdisc \($0.kind) \($0.handle) parent \($0.parent)" }
-            + classes.filter { $0.handle.qdisc == ReservedHandles.root }.map { "class \($0.handle) parent \($0.parent)" }
+            + classes.filter { $0.handle.qdisc == ReservedHandles.root }.map { "class \($0.handle) parent \(planned(parentOf: $0))" }
             + filters.filter(\.isU32Node).map { info in
                 info.u32Filter.map { line($0, parent: info.parent) } ?? "filter \(info.kind) prio \(info.priority) handle \(info.handle) (unrecognised action)"
             }
+    }
+
+    /// A class's parent as a plan names it. htb dumps a class at the top of its qdisc with the
+    /// parent TC_H_ROOT, while a plan (and tc) creates it under the qdisc's handle.
+    private static func planned(parentOf info: ClassInfo) -> TrafficControlHandle {
+        info.parent == .root ? info.handle.qdisc : info.parent
     }
 
     private static func line(_ node: QdiscNode) -> String {

@@ -50,6 +50,7 @@ struct Activate: AsyncParsableCommand {
     )
 
     @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var target: TargetOptions
     @Argument(help: "A profile's name, or a profile file.") var name: String?
     @OptionGroup(title: "Condition without a profile") var condition: ConditionOptions
     @Option(name: .customLong("for"), help: ArgumentHelp("Revert by itself after this long: 30s, 5m, 2h.", valueName: "duration"))
@@ -70,7 +71,8 @@ struct Activate: AsyncParsableCommand {
         let status = try await withDaemon { () async throws(ControlClientError) in
             do throws(ControlClientError) {
                 return try await client.activate(
-                    selection.profile, definition: selection.definition, replaceForeign: replaceForeign, for: duration, force: force
+                    selection.profile, definition: selection.definition, replaceForeign: replaceForeign, for: duration, force: force,
+                    interface: target.interface
                 )
             } catch {
                 throw selection.explain(error)
@@ -84,15 +86,31 @@ struct Activate: AsyncParsableCommand {
 }
 
 struct Off: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Remove all shaping; the interface is left as it was before.")
+    static let configuration = CommandConfiguration(
+        abstract: "Remove a condition's shaping; the interface is left as it was before. --all: every condition."
+    )
 
     @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var target: TargetOptions
+    @Flag(help: "Switch off every condition, on every interface.") var all = false
     @Flag(help: "End a lease another client holds.") var force = false
     @Flag(help: "Print the daemon's JSON answer.") var json = false
 
+    func validate() throws {
+        if all && target.interface != nil {
+            throw ValidationError("give --interface or --all, not both")
+        }
+    }
+
     func run() async throws {
         let client = connection.client
-        let status = try await withDaemon { () async throws(ControlClientError) in try await client.deactivate(force: force) }
+        if all {
+            let list = try await withDaemon { () async throws(ControlClientError) in try await client.deactivateAll(force: force) }
+            return json ? try printJSON(list) : print(Format.conditions(list))
+        }
+        let status = try await withDaemon { () async throws(ControlClientError) in
+            try await client.deactivate(force: force, interface: target.interface)
+        }
         if json {
             return try printJSON(status)
         }
@@ -101,22 +119,38 @@ struct Off: AsyncParsableCommand {
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the condition in force, on which interface, since when.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show every condition in force: on which interface, which profile, since when, who holds it.",
+        discussion: """
+            --json prints the default condition's document (GET /v1/status), or with --interface             that interface's; --all --json prints every condition (GET /v1/conditions).
+            """
+    )
 
     @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var target: TargetOptions
+    @Flag(help: "With --json: every condition, not only the default one.") var all = false
     @Flag(name: [.short, .long], help: "Also show linkcond's qdiscs and classes in the kernel, with their counters.") var verbose = false
     @Flag(help: "Print the daemon's JSON answer.") var json = false
 
+    func validate() throws {
+        if all && target.interface != nil {
+            throw ValidationError("give --interface or --all, not both")
+        }
+    }
+
     func run() async throws {
         let client = connection.client
-        let status = try await withDaemon { () async throws(ControlClientError) in try await client.status(verbose: verbose) }
+        guard target.interface == nil && (all || !json) else {
+            let status = try await withDaemon { () async throws(ControlClientError) in
+                try await client.status(verbose: verbose, interface: target.interface)
+            }
+            return json ? try printJSON(status) : print(Format.status(status, verbose: verbose))
+        }
+        let list = try await withDaemon { () async throws(ControlClientError) in try await client.conditions(verbose: verbose) }
         if json {
-            return try printJSON(status)
+            return try printJSON(list)
         }
-        print(Format.status(status))
-        if let objects = status.kernel {
-            print(Format.kernelObjects(objects))
-        }
+        print(Format.conditions(list, verbose: verbose))
     }
 }
 
@@ -171,11 +205,12 @@ struct Release: AsyncParsableCommand {
     )
 
     @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var target: TargetOptions
     @Flag(help: "Print the daemon's JSON answer.") var json = false
 
     func run() async throws {
         let client = connection.client
-        let status = try await withDaemon { () async throws(ControlClientError) in try await client.releaseLease() }
+        let status = try await withDaemon { () async throws(ControlClientError) in try await client.releaseLease(interface: target.interface) }
         if json {
             return try printJSON(status)
         }

@@ -19,9 +19,20 @@ enum Format {
         return lines.joined(separator: "\n")
     }
 
-    /// `2026-11-22T09:14:03Z  Slow Net -> Black Hole  (lease, for 30s)  by uid 1000 (alice), pid 42 'pytest'`
+    /// One condition, with its kernel objects when the daemon sent them.
+    static func status(_ status: StatusResponse, verbose: Bool) -> String {
+        guard verbose, let objects = status.kernel else { return Self.status(status) }
+        return Self.status(status) + "\n" + kernelObjects(objects)
+    }
+
+    /// Every condition, one block each, the default one first.
+    static func conditions(_ list: ConditionListResponse, verbose: Bool = false) -> String {
+        list.conditions.map { status($0, verbose: verbose) }.joined(separator: "\n\n")
+    }
+
+    /// `2026-11-22T09:14:03Z  eth0  Slow Net -> Black Hole  (lease, for 30s)  by uid 1000 (alice), pid 42 'pytest'`
     static func historyLine(_ entry: HistoryEntryDocument) -> String {
-        var line = "\(entry.time)  \(entry.from) -> \(entry.to)  (\(entry.reason)"
+        var line = "\(entry.time)  " + (entry.condition.map { "\($0)  " } ?? "") + "\(entry.from) -> \(entry.to)  (\(entry.reason)"
         if let detail = entry.detail { line += ", \(detail)" }
         line += ")"
         if let requester = entry.requester { line += "  by \(requester)" }

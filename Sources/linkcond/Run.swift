@@ -24,6 +24,7 @@ struct Run: AsyncParsableCommand {
     }
 
     @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var target: TargetOptions
     @Option(help: "A profile's name, or a profile file.") var profile: String?
     @OptionGroup(title: "Condition without a profile") var condition: ConditionOptions
     @Option(name: .customLong("for"), help: ArgumentHelp("Restore the previous condition after this long even if the command still runs.", valueName: "duration"))
@@ -50,7 +51,7 @@ struct Run: AsyncParsableCommand {
         let selection = try ProfileSelection.resolve(argument: profile, options: condition, commandName: "linkcond run")
         let request = LeaseRequest(
             profile: selection.profile, definition: selection.definition, for: duration,
-            force: force ? true : nil, replaceForeign: replaceForeign ? true : nil
+            force: force ? true : nil, replaceForeign: replaceForeign ? true : nil, interface: target.interface
         )
         let arguments = self.arguments
         let told = Atomic<Bool>(false)

@@ -50,21 +50,21 @@ struct DocumentJSONTests {
             since: "2025-06-01T12:00:00Z", exemptions: ["tcp/22", "udp/53"]
         )
         #expect(try jsonText(status) ==
-            #"{"active":true,"exemptions":["tcp/22","udp/53"],"ifb":"ifb-linkcond","interface":"eth0","#
+            #"{"active":true,"exemptions":["tcp/22","udp/53"],"id":"eth0","ifb":"ifb-linkcond","interface":"eth0","isDefault":true,"#
             + #""profile":"# + Fixtures.slowNetJSON + #","since":"2025-06-01T12:00:00Z"}"#)
     }
 
     @Test("StatusResponse while off leaves the profile out")
     func statusOff() throws {
-        let status = StatusResponse(interface: "eth0", ifb: "ifb0", active: false, profile: nil, since: "2025-06-01T12:00:00Z", exemptions: [])
+        let status = StatusResponse(id: "eth1", isDefault: false, interface: "eth1", ifb: "ifb0", active: false, profile: nil, since: "2025-06-01T12:00:00Z", exemptions: [])
         #expect(try jsonText(status) ==
-            #"{"active":false,"exemptions":[],"ifb":"ifb0","interface":"eth0","since":"2025-06-01T12:00:00Z"}"#)
+            #"{"active":false,"exemptions":[],"id":"eth1","ifb":"ifb0","interface":"eth1","isDefault":false,"since":"2025-06-01T12:00:00Z"}"#)
     }
 
     @Test("StatusResponse decodes with the profile absent or null")
     func statusOffDecodes() throws {
-        let absent = try decode(StatusResponse.self, from: #"{"active":false,"exemptions":[],"ifb":"ifb0","interface":"eth0","since":"s"}"#)
-        let null = try decode(StatusResponse.self, from: #"{"active":false,"exemptions":[],"ifb":"ifb0","interface":"eth0","profile":null,"since":"s"}"#)
+        let absent = try decode(StatusResponse.self, from: #"{"active":false,"exemptions":[],"id":"eth0","ifb":"ifb0","interface":"eth0","isDefault":true,"since":"s"}"#)
+        let null = try decode(StatusResponse.self, from: #"{"active":false,"exemptions":[],"id":"eth0","ifb":"ifb0","interface":"eth0","isDefault":true,"profile":null,"since":"s"}"#)
         #expect(absent.profile == nil)
         #expect(absent == null)
     }

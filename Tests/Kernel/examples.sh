@@ -22,10 +22,12 @@ cleanup() {
     ip netns pids "$WWW" 2>/dev/null | xargs -r kill
     ip netns del "$WWW" 2>/dev/null
     ip link del eth0 2>/dev/null
+    ip link del eth1 2>/dev/null
 }
 trap cleanup EXIT
 modprobe -a veth sch_netem sch_htb sch_ingress ifb cls_u32 act_mirred
 ip link del eth0 2>/dev/null || true
+ip link del eth1 2>/dev/null || true
 ip netns del "$WWW" 2>/dev/null || true
 ip netns add "$WWW"
 ip link add eth0 type veth peer name www0 netns "$WWW"
@@ -37,6 +39,12 @@ ip link set eth0 up
 ip -n "$WWW" link set www0 up
 ip -n "$WWW" link set lo up
 ethtool -K eth0 tso off gso off gro off >/dev/null 2>&1 || true
+# A second link to the same world, for the pages' conditions on another interface.
+ip link add eth1 type veth peer name www1 netns "$WWW"
+ip addr add 10.89.0.1/24 dev eth1
+ip -n "$WWW" addr add 10.89.0.2/24 dev www1
+ip link set eth1 up
+ip -n "$WWW" link set www1 up
 ip route replace default via 10.88.0.2 dev eth0
 ip -6 route replace default via fd88::2 dev eth0
 printf '10.88.0.2 example.com\nfd88::2 example.com\n' >>/etc/hosts

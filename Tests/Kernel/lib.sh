@@ -39,25 +39,31 @@ topo_up() {
     topo_down
     ip netns add "$NS_C"
     ip netns add "$NS_S"
-    ip link add "$IF_C" netns "$NS_C" type veth peer name "$IF_S" netns "$NS_S"
     ip -n "$NS_C" link set lo up
     ip -n "$NS_S" link set lo up
-    ip -n "$NS_C" addr add "$C4/24" dev "$IF_C"
-    ip -n "$NS_S" addr add "$S4/24" dev "$IF_S"
-    ip -n "$NS_C" addr add "$C6/64" dev "$IF_C" nodad
-    ip -n "$NS_S" addr add "$S6/64" dev "$IF_S" nodad
-    cli ethtool -K "$IF_C" tso off gso off gro off >/dev/null
-    srv ethtool -K "$IF_S" tso off gso off gro off >/dev/null
-    ip -n "$NS_C" link set "$IF_C" up
-    ip -n "$NS_S" link set "$IF_S" up
+    link_up "$IF_C" "$IF_S" "$C4" "$S4" "$C6" "$S6"
+}
+
+# link_up CLIENT_IF SERVER_IF C4 S4 C6 S6: a veth pair from the client namespace to the
+# server's, addressed (/24, /64), without offloads (the shaping sees packets as they are sent).
+link_up() {
+    ip link add "$1" netns "$NS_C" type veth peer name "$2" netns "$NS_S"
+    ip -n "$NS_C" addr add "$3/24" dev "$1"
+    ip -n "$NS_S" addr add "$4/24" dev "$2"
+    ip -n "$NS_C" addr add "$5/64" dev "$1" nodad
+    ip -n "$NS_S" addr add "$6/64" dev "$2" nodad
+    cli ethtool -K "$1" tso off gso off gro off >/dev/null
+    srv ethtool -K "$2" tso off gso off gro off >/dev/null
+    ip -n "$NS_C" link set "$1" up
+    ip -n "$NS_S" link set "$2" up
     local i
     for i in $(seq 100); do
-        if cli ip link show "$IF_C" | grep -q 'state UP' && srv ip link show "$IF_S" | grep -q 'state UP'; then
+        if cli ip link show "$1" | grep -q 'state UP' && srv ip link show "$2" | grep -q 'state UP'; then
             return 0
         fi
         sleep 0.1
     done
-    echo "topology: $IF_C / $IF_S did not come up" >&2
+    echo "topology: $1 / $2 did not come up" >&2
     return 1
 }
 
@@ -332,6 +338,12 @@ wait_drained() {
 # ------------------------------------------------------------------ assertions
 
 # record CHECK PROMISED MEASURED TOLERANCE PASS|FAIL
+# json FILE FILTER: value or null.
+json() { jq -r "$2" "$1" 2>/dev/null || echo null; }
+# rtt_field FILE TARGET FIELD
+rtt_field() { json "$1" ".[] | select(.target == \"$2\") | .$3 // null"; }
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "null" || b == "null" || a == "" || b == "") print "null"; else printf "%.1f", a - b }'; }
+
 record() {
     printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$RESULTS"
     printf '%s  %s: measured %s, expected %s (tolerance %s)\n' "$5" "$1" "$3" "$2" "$4"

@@ -80,11 +80,6 @@ trap 'echo "suite: interrupted" >&2; exit 130' INT TERM
 WATCHDOG_PID=$!
 T0=$SECONDS
 
-# json FILE FILTER: value or null.
-json() { jq -r "$2" "$1" 2>/dev/null || echo null; }
-# rtt_field FILE TARGET FIELD
-rtt_field() { json "$1" ".[] | select(.target == \"$2\") | .$3 // null"; }
-minus() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "null" || b == "null" || a == "" || b == "") print "null"; else printf "%.1f", a - b }'; }
 
 status_field() {
     timeout 30 "$BIN/linkcond" --socket "$SOCK" status --json >"$WORK/status.json" 2>/dev/null || true
@@ -795,6 +790,21 @@ lc off >/dev/null
 daemon_stop TERM
 check_rc "final SIGTERM: daemon exit status" "$DAEMON_RC" 0 "exit 0"
 check_snapshot "final SIGTERM: nothing left" "$WORK/snap.before"
+
+# ------------------------------------------------------------------ 21-25
+# Conditions on two interfaces at once: a topology of its own (lane 3), after the timed checks
+# above and at normal priority, since it measures round trips; the crash lanes may still run.
+log "21-25. conditions on several interfaces (Tests/Kernel/conditions.sh, lane 3)"
+conditions_rc=0
+LC_LANE=3 LINKCOND_BIN=$BIN LINKCOND_PROFILES=$SHIPPED_PROFILES "$KDIR/conditions.sh" >"$WORK/lane3.log" 2>&1 || conditions_rc=$?
+check_equal "lane 3 (conditions.sh) ran to its end" "exit 0" "exit $conditions_rc"
+grep -E '^(PASS|FAIL|    )' "$WORK/lane3.log" | sed "s/^/lane 3: /" || true
+if [[ -s /tmp/lc-kernel3/results.tsv ]]; then
+    cat /tmp/lc-kernel3/results.tsv >>"$RESULTS"
+else
+    record "lane 3 (conditions.sh) produced results" "its checks" "none: see $WORK/lane3.log" "exact" FAIL
+fi
+((conditions_rc == 0)) || tail -n 30 "$WORK/lane3.log" | sed 's/^/      /'
 
 # ------------------------------------------------------------------ lanes
 log "11, 12. the lanes' results"

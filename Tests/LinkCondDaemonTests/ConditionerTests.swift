@@ -117,9 +117,9 @@ struct LeaseTests {
         let held = try await conditioner.hold("Nasty Net", by: TestDaemon.alice, maximum: nil, onEnd: { _ in })
         #expect(held.status.lease?.kind == .clientBound)
         #expect(held.status.lease?.expires == nil)
-        let restored = await conditioner.release(leaseID: held.leaseID)
+        let restored = await conditioner.release(held.lease)
         #expect(restored?.active == false)
-        #expect(await conditioner.release(leaseID: held.leaseID) == nil)
+        #expect(await conditioner.release(held.lease) == nil)
         #expect(try TestDaemon.conditionInKernel(kernel) == nil)
     }
 
@@ -163,7 +163,7 @@ struct LeaseTests {
         #expect(last.detail?.contains("ended the lease on 'Nasty Net' held by uid 1000") == true)
         // The connection's end comes after the shutdown: it finds nothing to release, and
         // records nothing more.
-        #expect(await conditioner.release(leaseID: 1) == nil)
+        #expect(await conditioner.release(LeaseTicket(condition: ConditionID(interface: "eth0"), leaseID: 1)) == nil)
         #expect(await conditioner.history(limit: 1).entries.last?.reason == "shutdown")
         await #expect(throws: DaemonStoppingError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.root) }
     }

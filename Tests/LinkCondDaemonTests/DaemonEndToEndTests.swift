@@ -308,7 +308,7 @@ final class VanishingServer: @unchecked Sendable {
             connection = accept(listener, nil, nil)
             var buffer = [UInt8](repeating: 0, count: 4096)
             _ = read(connection, &buffer, buffer.count)
-            let status = #"{"active":true,"exemptions":[],"ifb":"lc-eth0","interface":"eth0","since":"2026-01-01T00:00:00Z"}"#
+            let status = #"{"active":true,"exemptions":[],"id":"eth0","ifb":"lc-eth0","interface":"eth0","isDefault":true,"since":"2026-01-01T00:00:00Z"}"#
             let line = #"{"event":"active","status":"# + status + "}\n"
             let chunk = String(line.utf8.count, radix: 16) + "\r\n" + line + "\r\n"
             let response = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk
@@ -394,7 +394,7 @@ final class BusyServer: @unchecked Sendable {
                 setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 if read(connection, &buffer, buffer.count) > 0 {
-                    let body = #"{"active":false,"exemptions":[],"ifb":"lc-eth0","interface":"eth0","since":"2026-01-01T00:00:00Z"}"#
+                    let body = #"{"active":false,"exemptions":[],"id":"eth0","ifb":"lc-eth0","interface":"eth0","isDefault":true,"since":"2026-01-01T00:00:00Z"}"#
                     let response = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
                     _ = response.withCString { write(connection, $0, strlen($0)) }
                     close(connection)

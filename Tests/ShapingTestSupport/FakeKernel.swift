@@ -191,7 +191,8 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
     }
 
     private func classInfos(_ device: Device) -> [ClassInfo] {
-        device.classes.map { ClassInfo(handle: $0.classID, parent: $0.parent, kind: "htb") }
+        // As htb dumps them: a class at the top of its qdisc has the parent TC_H_ROOT.
+        device.classes.map { ClassInfo(handle: $0.classID, parent: $0.parent.minor == 0 ? .root : $0.parent, kind: "htb") }
     }
 
     // MARK: Model

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Conditions on several interfaces at once, in a lane of the kernel suite (LC_LANE) that runs
+# side by side with the rest (Tests/Kernel/suite.sh starts it). The client namespace has two
+# links to the server: its own veth pair (the daemon's default interface) and a second one
+# (--interface). Each link gets a condition of its own, measured with real packets; switching,
+# removing, a SIGKILL and a restart of the daemon, and `run --interface` on one leave the other
+# exactly as it was. Checks go to this lane's results file, which the suite merges.
+set -euo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+BIN=${LINKCOND_BIN:?set LINKCOND_BIN}
+SHIPPED_PROFILES=${LINKCOND_PROFILES:?set LINKCOND_PROFILES}
+
+# The second link: veth-e<lane> in the client namespace, veth-t<lane> in the server's.
+IF_E=veth-e$LANE
+IF_T=veth-t$LANE
+IFB_E=lc-veth-e$LANE
+E4=10.78.${LANE:-0}.1
+T4=10.78.${LANE:-0}.2
+E6=fd78:${LANE:-0}::1
+T6=fd78:${LANE:-0}::2
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+: >"$RESULTS"
+cleanup() {
+    set +e
+    daemon_stop TERM
+    server_stop
+    topo_down
+}
+trap cleanup EXIT
+
+# Two profiles of pure delay, so that each link's added round trip names its condition.
+PROFILES="$WORK/profiles"
+mkdir -p "$PROFILES"
+cp "$SHIPPED_PROFILES"/*.yaml "$PROFILES/"
+cat >"$PROFILES/lc-test-a.yaml" <<'YAML'
+name: LC Test A
+uplink: { delay: 40ms }
+downlink: { delay: 60ms }
+YAML
+cat >"$PROFILES/lc-test-b.yaml" <<'YAML'
+name: LC Test B
+uplink: { delay: 10ms }
+downlink: { delay: 15ms }
+YAML
+
+# Loaded already when the suite runs this; standalone, the lane loads what it needs.
+modprobe ifb numifbs=0
+modprobe -a veth sch_netem sch_htb sch_ingress cls_u32 act_mirred
+topo_up
+link_up "$IF_E" "$IF_T" "$E4" "$T4" "$E6" "$T6"
+server_start
+daemon_start --enable-fault-injection
+
+# The trees of each link, by the same reading the rest of the suite uses.
+tree_c() { tree_signature; }
+tree_e() { (IF_C=$IF_E IFB=$IFB_E tree_signature); }
+# rtt_ms HOST6?: the median UDP echo round trip to the server over one link, and the replies.
+measure() {
+    probe_cli 120 rtt --target "udp:$1:7" --target "udp:[$2]:7" --rounds 10 --interval 0.05 --timeout 1 >"$WORK/rtt.json" || true
+    RTT4=$(rtt_field "$WORK/rtt.json" "udp:$1:7" median_ms)
+    RTT6=$(rtt_field "$WORK/rtt.json" "udp:[$2]:7" median_ms)
+    GOT=$(( $(rtt_field "$WORK/rtt.json" "udp:$1:7" received | sed 's/null/0/') + $(rtt_field "$WORK/rtt.json" "udp:[$2]:7" received | sed 's/null/0/') ))
+}
+# check_added NAME BASE ADDED_MS: both families' round trips are BASE + ADDED within ±(4 ms + 3%):
+# a round trip passes two netem delay lines, each firing late by a timer tick or two under the
+# VM's software emulation (+2 to +3.5 ms measured); the profiles here differ by 75 ms.
+check_added() {
+    local name=$1 base=$2 added=$3 family rtt extra tol st
+    for family in 4 6; do
+        rtt=$([[ $family == 4 ]] && echo "$RTT4" || echo "$RTT6")
+        extra=$(minus "$rtt" "$base")
+        tol=$(awk -v c="$added" 'BEGIN { printf "%.1f", 4 + 0.03 * c }')
+        st=FAIL
+        [[ $extra != null ]] && fcond "$extra $added $tol" 'a >= b - c && a <= b + c' && st=PASS
+        record "$name, IPv$family" "+$added ms" "+$extra ms ($rtt - base $base)" "±$tol ms" "$st"
+    done
+}
+list_json() { timeout 30 "$BIN/linkcond" --socket "$SOCK" status --all --json 2>/dev/null || echo '{}'; }
+conditions_now() { list_json | jq -r '[.conditions[]? | "\(.id)=\(.profile.name // "off")"] | join(" ")'; }
+executed_steps() { timeout 10 curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r '.executedSteps // "null"'; }
+
+# ------------------------------------------------------------------ 21
+log "21. lane $LANE: a condition on each of two interfaces, each measured against its own profile"
+measure "$S4" "$S6"
+BASE_C=$RTT4
+measure "$T4" "$T6"
+BASE_E=$RTT4
+record "baseline round trip over both links" "< 50 ms, 20/20 replies" "$BASE_C ms / $BASE_E ms, $GOT/20" "< 50 ms" \
+    "$(fcond "$BASE_C $BASE_E" 'a < 50 && b < 50' && [[ $GOT == 20 ]] && echo PASS || echo FAIL)"
+IDLE_E=$(tree_e)
+lc activate "LC Test A" >/dev/null
+lc_capture activate --interface "$IF_E" "LC Test B"
+check_rc "activate --interface $IF_E" "$LC_RC" 0 "succeeds"
+check_contains "activate --interface: answers with that interface's condition" "$LC_OUT" "$IF_E: LC Test B"
+measure "$S4" "$S6"
+check_added "default interface $IF_C under A" "$BASE_C" 100
+measure "$T4" "$T6"
+check_added "second interface $IF_E under B" "$BASE_E" 25
+check_equal "status lists both conditions, the default first" "$IF_C=LC Test A $IF_E=LC Test B" "$(conditions_now)"
+lc_capture status
+check_contains "status (text) shows the second condition" "$LC_OUT" "$IF_E: LC Test B"
+
+# ------------------------------------------------------------------ 22
+log "22. lane $LANE: switching or removing one condition leaves the other exactly as it was"
+SIG_E=$(tree_e)
+SIG_C=$(tree_c)
+before=$(executed_steps)
+lc activate "Nasty Net" >/dev/null
+lc activate "LC Test A" >/dev/null
+with_other=$(( $(executed_steps) - before ))
+check_equal "switching the default condition twice: the other's tree" "$SIG_E" "$(tree_e)"
+lc off --interface "$IF_E" >/dev/null
+check_equal "off --interface $IF_E: its tree gone" "$IDLE_E" "$(tree_e)"
+check_equal "off --interface $IF_E: the default's tree" "$SIG_C" "$(tree_c)"
+check_equal "off --interface: the condition leaves the list" "$IF_C=LC Test A" "$(conditions_now)"
+before=$(executed_steps)
+lc activate "Nasty Net" >/dev/null
+lc activate "LC Test A" >/dev/null
+alone=$(( $(executed_steps) - before ))
+check_equal "netlink steps of the same two switches with and without another condition" "$alone" "$with_other"
+
+lc activate --interface "$IF_E" "100% Loss" >/dev/null
+measure "$T4" "$T6"
+check_equal "100% Loss on $IF_E: replies over it" "0" "$GOT"
+measure "$S4" "$S6"
+check_added "meanwhile the default interface, still under A" "$BASE_C" 100
+
+# ------------------------------------------------------------------ 23
+log "23. lane $LANE: SIGKILL of the daemon and a restart re-adopt both conditions"
+SIG_E=$(tree_e)
+SIG_C=$(tree_c)
+ifb_e_index=$(cli cat "/sys/class/net/$IFB_E/ifindex" 2>/dev/null || echo none)
+daemon_stop KILL
+daemon_start --enable-fault-injection
+check_equal "after a restart: both conditions back" "$IF_C=LC Test A $IF_E=100% Loss" "$(conditions_now)"
+check_equal "after a restart: the default's tree untouched" "$SIG_C" "$(tree_c)"
+check_equal "after a restart: the second's tree untouched" "$SIG_E" "$(tree_e)"
+check_equal "after a restart: the second's IFB is the same device (re-adopted, not rebuilt)" "$ifb_e_index" \
+    "$(cli cat "/sys/class/net/$IFB_E/ifindex" 2>/dev/null || echo none)"
+lc_capture history -n 20
+check_contains "history names the interface of each change" "$LC_OUT" "$IF_E  off -> 100% Loss"
+
+# ------------------------------------------------------------------ 24
+log "24. lane $LANE: run --interface holds a lease on that interface only, for as long as the command runs"
+lc off --interface "$IF_E" >/dev/null
+run_capture 120 "$BIN/linkcond" --socket "$SOCK" run --interface "$IF_E" --profile "LC Test B" -- \
+    ip netns exec "$NS_C" python3 "$PROBE" rtt --target "udp:$T4:7" --rounds 10 --interval 0.05 --timeout 1
+check_rc "run --interface $IF_E: exit status" "$RC" 0 "the command's own, 0"
+RTT4=$(printf '%s' "$OUT" | sed -n '/^\[/,$p' | jq -r '.[0].median_ms // "null"' 2>/dev/null || echo null)
+RTT6=$RTT4
+extra=$(minus "$RTT4" "$BASE_E")
+check_range "run --interface $IF_E: the command's round trip, added" "$extra" 20.25 29.75 ms "+25 ms (B), ±(4 ms + 3%)"
+check_equal "after run: the second interface is clean" "$IDLE_E" "$(tree_e)"
+check_equal "after run: the default is untouched" "$SIG_C" "$(tree_c)"
+
+lc_capture activate --interface nosuch0 "LC Test B"
+check_rc "activate on an interface that does not exist" "$LC_RC" nonzero "refused"
+check_contains "activate on an interface that does not exist: says so" "$LC_ERR" "no interface 'nosuch0'"
+
+# ------------------------------------------------------------------ 25
+log "25. lane $LANE: off --all, and a stop with two conditions in force, leave nothing"
+lc activate --interface "$IF_E" "LC Test B" >/dev/null
+lc_capture off --all
+check_rc "off --all" "$LC_RC" 0 "succeeds"
+check_equal "off --all: both trees gone" "none none" "$(tree_c) $(tree_e)"
+check_equal "off --all: only the default condition is listed, off" "$IF_C=off" "$(conditions_now)"
+lc activate "LC Test A" >/dev/null
+lc activate --interface "$IF_E" "LC Test B" >/dev/null
+daemon_stop TERM
+check_rc "SIGTERM with two conditions: exit status" "$DAEMON_RC" 0 "exit 0"
+ifbs=$(cli ip -o link show type ifb | grep -c 'lc-' || true)
+check_equal "SIGTERM with two conditions: nothing left on either, no IFB of ours" "none none 0" "$(tree_c) $(tree_e) $ifbs"
+left=$(ls "$WORK/state" 2>/dev/null | tr '\n' ' ')
+check_equal "SIGTERM: no state file left" "none" "${left:-none}"
