@@ -299,7 +299,23 @@ def commands(results):
     return "\n".join(out), data
 
 
-def targets(methods, native_data, hitless_summary, footprint, rows, passed, command_data):
+def conditions(results):
+    """Many conditions at once: one per interface, switching the default one."""
+    d = load(os.path.join(results, "conditions.json"))
+    if not d:
+        return "(not measured)", None
+    out = ["| conditions held | netlink requests per switch | switch p50 ms | p90 ms | p99 ms | adding one condition (build), mean ms |",
+           "|---|---|---|---|---|---|"]
+    for row in d["scale"]:
+        add = row.get("addMillisecondsPerCondition")
+        out.append("| %d | %s | %s | %s | %s | %s |" % (
+            row["active"], fmt(row["stepsPerSwitch"]), fmt(row["p50Milliseconds"]), fmt(row["p90Milliseconds"]),
+            fmt(row["p99Milliseconds"]), fmt(add) if add is not None else ""))
+    out.append("\n`off --all` with %d conditions: %s ms." % (d["scale"][-1]["active"], fmt(d["offAllMilliseconds"])))
+    return "\n".join(out), d
+
+
+def targets(methods, native_data, hitless_summary, footprint, rows, passed, command_data, condition_data):
     """Every figure with a target, and whether it met it; a missing figure misses."""
     by = dict(methods)
     checks = []
@@ -328,6 +344,15 @@ def targets(methods, native_data, hitless_summary, footprint, rows, passed, comm
         checks.append(("idle 60 s: CPU", "%d ticks" % footprint["idle_cpu_ticks"], "0", footprint["idle_cpu_ticks"] == 0))
     else:
         checks.append(("footprint", "missing", "measured", False))
+    scale = (condition_data or {}).get("scale") or []
+    if len(scale) >= 2:
+        steps = {row["stepsPerSwitch"] for row in scale}
+        checks.append(("netlink requests per switch, %d to %d conditions" % (scale[0]["active"], scale[-1]["active"]),
+                       ", ".join(fmt(row["stepsPerSwitch"]) for row in scale), "constant", len(steps) == 1))
+        growth = scale[-1]["p50Milliseconds"] / scale[0]["p50Milliseconds"]
+        checks.append(("switch p50 at %d conditions / at %d" % (scale[-1]["active"], scale[0]["active"]), "%.2f×" % growth, "<= 2×", growth <= 2))
+    else:
+        checks.append(("many conditions", "missing", "measured", False))
     checks.append(("fidelity rows within target", "%d of %d" % (passed, len(rows)), "all, and some", len(rows) > 0 and passed == len(rows)))
     status = next((d for d in command_data or [] if d["command"].endswith(" status")), None)
     curl = next((d for d in command_data or [] if d["command"].startswith("curl")), None)
@@ -351,6 +376,7 @@ def main():
     native_table, native_data = native(results)
     hit_table, hit_summary = hitless(results)
     command_table, command_data = commands(results)
+    condition_table, condition_data = conditions(results)
     fid_tables, rows, passed = fidelity(results)
     made = plots(rows, methods, plots_dir)
 
@@ -364,6 +390,8 @@ def main():
     print(hit_table + "\n")
     print("### The client as a command (this machine, whole processes, interleaved)\n")
     print(command_table + "\n")
+    print("### Many conditions at once (one per interface, switching the default one)\n")
+    print(condition_table + "\n")
     print("### Footprint\n")
     if footprint:
         ticks = footprint["clock_ticks_per_second"]
@@ -384,7 +412,7 @@ def main():
     print(fid_tables + "\n")
     for path in made:
         print("![%s](%s)" % (os.path.basename(path), os.path.relpath(path, "docs")))
-    target_table, missed = targets(methods, native_data, hit_summary, footprint, rows, passed, command_data)
+    target_table, missed = targets(methods, native_data, hit_summary, footprint, rows, passed, command_data, condition_data)
     print("\n### Targets\n")
     print(target_table)
     if missed:

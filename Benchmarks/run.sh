@@ -73,8 +73,9 @@ start_daemon() {
 }
 rss_kib() { awk -v f="${1:-VmRSS}" '$1 == f ":" { print $2 }' "/proc/$DAEMON_PID/status"; }
 
-# LC_BENCH_PARTS picks parts (default all): switching (footprint, latency, tc, tcconfig), hitless, fidelity.
-PARTS=" ${LC_BENCH_PARTS:-switching hitless fidelity} "
+# LC_BENCH_PARTS picks parts (default all): switching (footprint, latency, tc, tcconfig), hitless,
+# conditions (many at once), fidelity.
+PARTS=" ${LC_BENCH_PARTS:-switching hitless conditions fidelity} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 
 if part switching; then
@@ -168,6 +169,52 @@ touch "$WORK/trickle.stop"
 wait "$trickle_pid" || true
 cat "$OUT/hitless-tcp.json"
 fi
+# --------------------------------------------------------------- many conditions
+if part conditions; then
+log "conditions: 1, 16, 64 and 256 at once, one per interface; switching one of them"
+# 255 dummy interfaces besides the default one, made in one batch (a process each is slow under
+# emulation). The daemon counts its netlink requests only with fault injection on (never armed).
+modprobe dummy numdummies=0
+for i in $(seq 255); do printf 'link add lcd%d type dummy\nlink set lcd%d up\n' "$i" "$i"; done >"$WORK/dummies.batch"
+cli ip -batch "$WORK/dummies.batch"
+daemon_stop TERM
+start_daemon --enable-fault-injection
+executed_steps() { curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r .executedSteps; }
+now_ns() { date +%s%N; }
+lc activate slow-net >/dev/null
+held=1
+CONDITION_SWITCHES=${LC_BENCH_CONDITION_SWITCHES:-200}
+for n in 1 16 64 256; do
+    first=$held
+    t0=$(now_ns)
+    while ((held < n)); do
+        curl -sf --unix-socket "$SOCK" -X PUT -d '{"profile": "slow-net"}' "http://linkcond/v1/conditions/lcd$held" >/dev/null
+        held=$((held + 1))
+    done
+    t1=$(now_ns)
+    listed=$(curl -sf --unix-socket "$SOCK" http://linkcond/v1/conditions | jq '[.conditions[] | select(.active)] | length')
+    before=$(executed_steps)
+    # switch-latency switches once more than it measures: to start from a real change.
+    ip netns exec "$NS_C" "$BENCH" switch-latency --socket "$SOCK" --profile slow-net --profile nasty-net \
+        --count "$CONDITION_SWITCHES" --out "$WORK/conditions-$n.json"
+    after=$(executed_steps)
+    jq -c --argjson n "$n" --argjson listed "$listed" --argjson steps "$(( after - before ))" --argjson switches "$(( CONDITION_SWITCHES + 1 ))" \
+        --argjson added "$(( held - first ))" --argjson addNs "$(( t1 - t0 ))" \
+        '{conditions: $n, active: $listed, stepsPerSwitch: ($steps / $switches), p50Milliseconds, p90Milliseconds, p99Milliseconds,
+          added: $added, addMillisecondsPerCondition: (if $added > 0 then $addNs / $added / 1e6 else null end)}' \
+        "$WORK/conditions-$n.json" >>"$WORK/conditions.jsonl"
+    tail -n 1 "$WORK/conditions.jsonl"
+done
+t0=$(now_ns)
+lc off --all >/dev/null
+t1=$(now_ns)
+jq -s --argjson offNs "$(( t1 - t0 ))" '{scale: ., offAllMilliseconds: ($offNs / 1e6)}' "$WORK/conditions.jsonl" >"$OUT/conditions.json"
+cat "$OUT/conditions.json"
+daemon_stop TERM
+for i in $(seq 255); do printf 'link del lcd%d\n' "$i"; done | cli ip -batch -
+start_daemon
+fi
+
 part fidelity || { daemon_stop TERM; log "done: results in $OUT"; exit 0; }
 
 # --------------------------------------------------------------- fidelity

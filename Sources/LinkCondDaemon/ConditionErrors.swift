@@ -13,3 +13,11 @@ public struct TooManyConditionsError: Error, Sendable, CustomStringConvertible {
         "linkcondd already holds \(limit) conditions, its limit; switch one off first"
     }
 }
+
+/// Loopback carries each packet out and in on the same device: a whole-interface condition
+/// there would shape every packet twice.
+public struct LoopbackConditionError: Error, Sendable, CustomStringConvertible {
+    public var description: String {
+        "lo cannot have a condition of its own: each packet crosses it twice (out and back in), so every value would count double"
+    }
+}

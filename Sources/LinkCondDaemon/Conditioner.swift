@@ -19,6 +19,7 @@ import Shaping
 public actor Conditioner {
     /// The most conditions held at once; more is refused, never queued.
     static let maximumConditions = 1024
+    static let loopback = "lo"
 
     public nonisolated let target: ShapingTarget
     nonisolated let defaultID: ConditionID
@@ -259,6 +260,7 @@ public actor Conditioner {
         guard conditions.count < Self.maximumConditions else {
             throw TooManyConditionsError(limit: Self.maximumConditions)
         }
+        guard id.interface != Self.loopback else { throw LoopbackConditionError() }
         let condition = makeCondition(id)
         guard try engine.survey(condition.target).interface != nil else {
             throw UnknownInterfaceError(interface: id.interface)

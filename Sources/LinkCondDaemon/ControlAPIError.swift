@@ -110,3 +110,8 @@ extension TooManyConditionsError: ControlAPIError {
     var httpStatus: HTTPResponseStatus { .serviceUnavailable }
     var errorCode: String { "too-many-conditions" }
 }
+
+extension LoopbackConditionError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .badRequest }
+    var errorCode: String { "loopback" }
+}

@@ -19,7 +19,9 @@ import threading
 import time
 
 ENDPOINTS = ["/v1/status", "/v1/profiles", "/v1/profiles/Slow%20Net", "/v1/history", "/v1/condition",
-             "/v1/leases", "/v1/lease", "/v1/reload", "/v1/debug/fault"]
+             "/v1/leases", "/v1/lease", "/v1/reload", "/v1/debug/fault", "/v1/conditions", "/v1/conditions/lo",
+             "/v1/conditions/lo/lease"]
+READABLE = ("/v1/status", "/v1/profiles", "/v1/profiles/Slow%20Net", "/v1/history", "/v1/conditions", "/v1/conditions/lo")
 METHODS = ["GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS", "TRACE", "HEAD", "PROPFIND", "get", "G E T",
            "X" * 300, "GET\x00", "\x16\x03\x01", "PRI"]
 
@@ -48,17 +50,26 @@ def generate(count, rng):
     cases.append(case("unauthorized lease", request("POST", "/v1/leases", body='{"profile": "Black Hole"}')))
     cases.append(case("unauthorized release", request("DELETE", "/v1/lease")))
     cases.append(case("unauthorized reload", request("POST", "/v1/reload")))
+    # The same on another interface's condition, and on all of them.
+    cases.append(case("unauthorized activate on lo", request("PUT", "/v1/conditions/lo", body='{"profile": "Black Hole"}')))
+    cases.append(case("unauthorized off on lo", request("DELETE", "/v1/conditions/lo?force=1")))
+    cases.append(case("unauthorized off --all", request("DELETE", "/v1/conditions?force=1")))
+    cases.append(case("unauthorized release on lo", request("DELETE", "/v1/conditions/lo/lease")))
+    cases.append(case("unauthorized lease on lo", request("POST", "/v1/leases", body='{"profile": "Black Hole", "interface": "lo"}')))
     # Methods on every endpoint.
     for path in ENDPOINTS:
         for method in METHODS:
-            readable = method == "GET" and path in ("/v1/status", "/v1/profiles", "/v1/profiles/Slow%20Net", "/v1/history")
+            readable = method == "GET" and path in READABLE
             cases.append(case("method %r %s" % (method[:10], path), request(method, path), head=method == "HEAD",
                               expect="any" if readable else "4xx"))
     # Paths.
     for path in ["/", "/v1", "/v2/status", "/v1/status/../condition", "/v1/%2e%2e/condition", "//v1//status",
                  "/v1/profiles/%", "/v1/profiles/%zz", "/v1/profiles/%00", "/v1/profiles/a%2Fb",
                  "/v1/profiles/" + "x" * 5000, "/v1/profiles/%C0%AF", "/v1/profiles/%ED%A0%80", "*", "http://x/v1/nope",
-                 "/v1/status\x7f", "/v1/st\u00e4tus", "/V1/STATUS", "/v1/debug/fault", "/v1/conditions"]:
+                 "/v1/status\x7f", "/v1/st\u00e4tus", "/V1/STATUS", "/v1/debug/fault", "/v1/conditionz",
+                 "/v1/conditions/a%2Fb", "/v1/conditions/..", "/v1/conditions/" + "x" * 5000, "/v1/conditions/%00",
+                 "/v1/conditions/eth0:1", "/v1/conditions/%C0%AF", "/v1/conditions/no-such-if", "/v1/conditions/lo/lease/x",
+                 "/v1/conditions//lease"]:
         cases.append(case("path %r" % path[:40], request("GET", path)))
     # Queries.
     for query in ["=", "=x", "&&&", "a=1&a=2", "%", "%zz=1", "limit=-1", "limit=1e9", "limit=999999999999999999999",

@@ -90,6 +90,16 @@ struct ConditionSetTests {
         #expect(String(decoding: reply.body, as: UTF8.self).contains("unknown-interface"))
     }
 
+    @Test("lo gets no condition of its own: every packet would be shaped twice")
+    func loopback() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0", "lo"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel)
+        await #expect(throws: LoopbackConditionError.self) {
+            try await conditioner.activate("Slow Net", on: ConditionID(interface: "lo"), by: TestDaemon.root)
+        }
+        #expect(kernel.executed.isEmpty)
+    }
+
     @Test("A condition not held shows as off, as long as its interface exists")
     func absentIsOff() async throws {
         let conditioner = TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0", "eth1"]))
