@@ -64,18 +64,18 @@ measure() {
     RTT6=$(rtt_field "$WORK/rtt.json" "udp:[$2]:7" median_ms)
     GOT=$(( $(rtt_field "$WORK/rtt.json" "udp:$1:7" received | sed 's/null/0/') + $(rtt_field "$WORK/rtt.json" "udp:[$2]:7" received | sed 's/null/0/') ))
 }
-# check_added NAME BASE ADDED_MS: both families' round trips are BASE + ADDED within ±(4 ms + 3%):
-# a round trip passes two netem delay lines, each firing late by a timer tick or two under the
-# VM's software emulation (+2 to +3.5 ms measured); the profiles here differ by 75 ms.
+# check_added NAME BASE ADDED_MS: both families' round trips are BASE + ADDED, from 1 ms less
+# (the baseline's own spread: netem never sends early) to 10 ms more: a round trip passes two
+# netem delay lines, each firing late under the VM's software emulation, more so while the crash
+# lanes run beside this one (+2 to +6 ms measured). The profiles here differ by 75 ms.
 check_added() {
-    local name=$1 base=$2 added=$3 family rtt extra tol st
+    local name=$1 base=$2 added=$3 family rtt extra st
     for family in 4 6; do
         rtt=$([[ $family == 4 ]] && echo "$RTT4" || echo "$RTT6")
         extra=$(minus "$rtt" "$base")
-        tol=$(awk -v c="$added" 'BEGIN { printf "%.1f", 4 + 0.03 * c }')
         st=FAIL
-        [[ $extra != null ]] && fcond "$extra $added $tol" 'a >= b - c && a <= b + c' && st=PASS
-        record "$name, IPv$family" "+$added ms" "+$extra ms ($rtt - base $base)" "±$tol ms" "$st"
+        [[ $extra != null ]] && fcond "$extra $added" 'a >= b - 1 && a <= b + 10' && st=PASS
+        record "$name, IPv$family" "+$added ms" "+$extra ms ($rtt - base $base)" "-1 ms, +10 ms" "$st"
     done
 }
 list_json() { timeout 30 "$BIN/linkcond" --socket "$SOCK" status --all --json 2>/dev/null || echo '{}'; }
@@ -152,7 +152,7 @@ check_rc "run --interface $IF_E: exit status" "$RC" 0 "the command's own, 0"
 RTT4=$(printf '%s' "$OUT" | sed -n '/^\[/,$p' | jq -r '.[0].median_ms // "null"' 2>/dev/null || echo null)
 RTT6=$RTT4
 extra=$(minus "$RTT4" "$BASE_E")
-check_range "run --interface $IF_E: the command's round trip, added" "$extra" 20.25 29.75 ms "+25 ms (B), ±(4 ms + 3%)"
+check_range "run --interface $IF_E: the command's round trip, added" "$extra" 24 35 ms "+25 ms (B), -1 ms, +10 ms"
 check_equal "after run: the second interface is clean" "$IDLE_E" "$(tree_e)"
 check_equal "after run: the default is untouched" "$SIG_C" "$(tree_c)"
 
