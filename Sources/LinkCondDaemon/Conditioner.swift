@@ -261,15 +261,12 @@ public actor Conditioner {
             throw TooManyConditionsError(limit: Self.maximumConditions)
         }
         guard id.interface != Self.loopback else { throw LoopbackConditionError() }
-        let condition = makeCondition(id)
-        guard try engine.survey(condition.target).interface != nil else {
-            throw UnknownInterfaceError(interface: id.interface)
-        }
+        let condition = try absentCondition(id)
         conditions[id] = condition
         return condition
     }
 
-    /// A condition that does not exist, as its status would show it: off, if its interface exists.
+    /// A condition not (yet) held, off, on an interface that exists.
     func absentCondition(_ id: ConditionID) throws -> Condition {
         let condition = makeCondition(id)
         guard try engine.survey(condition.target).interface != nil else {
