@@ -25,13 +25,14 @@ struct Flood: ParsableCommand {
     @Option(help: "linkcondd's control socket.") var socket: String
     @Option(help: "Connections to try to hold at once.") var connections = 2000
     @Option(help: "How long to keep it up, seconds.") var seconds = 20.0
+    @Option(help: "Stop earlier, as soon as this file exists.") var until: String?
     @Option(help: "Write the result here as JSON.") var out: String?
 
     func run() throws {
         var open: [Int32] = []
         var result = Result(seconds: seconds, target: connections, heldAtMost: 0, opened: 0, refusedWith503: 0, closedByDaemon: 0, connectFailures: 0)
         let deadline = monotonicNanoseconds() + Int64(seconds * 1e9)
-        while monotonicNanoseconds() < deadline {
+        while monotonicNanoseconds() < deadline, !stopRequested {
             // Top up to the target, then see which ones the daemon answered or closed.
             var attempts = 0
             while open.count < connections, attempts < 200 {
@@ -64,6 +65,11 @@ struct Flood: ParsableCommand {
         if let out {
             try JSONEncoder().encode(result).write(to: URL(fileURLWithPath: out))
         }
+    }
+
+    private var stopRequested: Bool {
+        guard let until else { return false }
+        return access(until, F_OK) == 0
     }
 
     private func connectHalfSent() -> Int32? {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Crash safety and rollback, in a lane of the kernel suite (LC_LANE) so that they can run side by
-# side with the rest (Tests/Kernel/suite.sh starts two lanes). Parts, any of:
+# side with the rest (Tests/Kernel/suite.sh starts three). Parts, any of:
 #   build, switch, teardown  the daemon SIGKILLs itself before each single netlink step of that
 #                            change, and is restarted: the old condition or the new, never half
 #   random                   SIGKILL from outside at random moments of LC_CRASH_ROUNDS changes
@@ -36,8 +36,7 @@ REF[off]=none
 timeout 20 curl -s --unix-socket "$SOCK" -X DELETE http://linkcond/v1/condition >/dev/null
 note "lane $LANE: reference trees: $(for p in "${!REF[@]}"; do printf '%s=%s ' "${p// /_}" "${REF[$p]}"; done)"
 
-# ------------------------------------------------------------------ 11
-log "11. lane $LANE ($*): SIGKILL of the daemon while it applies, then a restart: the old condition or the new, never half"
+# ------------------------------------------------------------------ helpers
 # put_condition NAME|off: the change itself, through curl (it starts in milliseconds). The
 # daemon may die under it on purpose, so curl's verdict is not this function's.
 put_condition() {
@@ -47,8 +46,8 @@ put_condition() {
         timeout 20 curl -s --unix-socket "$SOCK" -X PUT -d "{\"profile\": \"$1\"}" http://linkcond/v1/condition >/dev/null 2>&1 || true
     fi
 }
-arm() { timeout 10 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $1, \"fault\": \"${2:-fail}\"}" http://linkcond/v1/debug/fault >/dev/null || note "could not arm a fault at step $1: the daemon did not answer"; }
-executed_steps() { timeout 10 curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r '.executedSteps // "null"'; }
+arm() { timeout 30 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $1, \"fault\": \"${2:-fail}\"}" http://linkcond/v1/debug/fault >/dev/null || note "could not arm a fault at step $1: the daemon did not answer"; }
+executed_steps() { timeout 30 curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r '.executedSteps // "null"'; }
 # steps_of FROM TO: how many netlink steps the change FROM -> TO takes, counted by the daemon.
 steps_of() {
     local before after
@@ -69,6 +68,7 @@ HALF_AT_KILL=0
 # that packets arriving on the interface are shaped exactly when a condition is in force.
 after_crash() {
     local from=$1 to=$2 at_kill after now ifbs downlink wanted
+    local -a ifb_lines
     wait "$DAEMON_PID" 2>/dev/null || true
     DAEMON_PID=""
     CRASHES=$((CRASHES + 1))
@@ -77,7 +77,8 @@ after_crash() {
     daemon_start --enable-fault-injection || { echo "crash.sh: linkcondd did not restart after SIGKILL" >&2; exit 2; }
     after=$(tree_signature)
     now=$(current_profile)
-    ifbs=$(cli ip -o link show type ifb | wc -l)
+    mapfile -t ifb_lines < <(ip -n "$NS_C" -o link show type ifb)
+    ifbs=${#ifb_lines[@]}
     if [[ ($after == "${REF[$from]}" && $now == "$from") || ($after == "${REF[$to]}" && $now == "$to") ]] && ((ifbs <= 1)); then
         CONSISTENT=$((CONSISTENT + 1))
     else
@@ -91,62 +92,68 @@ after_crash() {
         note "crash $CRASHES: $from -> $to, now $now: downlink packets $downlink, expected $wanted"
     fi
 }
-# At every single step of a build, a switch and a teardown: the daemon SIGKILLs itself there.
-KILLED_AT_EVERY_STEP=0
-EXPECTED_HALF=0
-declare -A CHANGE_PART=(["off>Slow Net"]=build ["Slow Net>Nasty Net"]=switch ["Nasty Net>off"]=teardown)
-for change in "off>Slow Net" "Slow Net>Nasty Net" "Nasty Net>off"; do
-    part "${CHANGE_PART[$change]}" || continue
-    from=${change%%>*}
-    to=${change##*>}
-    steps=$(steps_of "$from" "$to")
-    check_equal "steps of $from -> $to (counted by the daemon)" "${EXPECTED_STEPS[$change]}" "$steps"
-    [[ $steps =~ ^[0-9]+$ ]] || steps=0
-    killed=0
-    for k in $(seq 0 $((steps - 1))); do
-        put_condition "$from"
-        arm "$k" kill
-        put_condition "$to"
-        if kill -0 "$DAEMON_PID" 2>/dev/null; then
-            arm null
-            note "$from -> $to: no kill at step $k of $steps"
-            continue
-        fi
-        killed=$((killed + 1))
-        after_crash "$from" "$to"
+
+# ------------------------------------------------------------------ 11
+# Only in a lane that was given one of the kill parts.
+if part build || part switch || part teardown || part random; then
+    log "11. lane $LANE ($*): SIGKILL of the daemon while it applies, then a restart: the old condition or the new, never half"
+    # At every single step of a build, a switch and a teardown: the daemon SIGKILLs itself there.
+    KILLED_AT_EVERY_STEP=0
+    EXPECTED_HALF=0
+    declare -A CHANGE_PART=(["off>Slow Net"]=build ["Slow Net>Nasty Net"]=switch ["Nasty Net>off"]=teardown)
+    for change in "off>Slow Net" "Slow Net>Nasty Net" "Nasty Net>off"; do
+        part "${CHANGE_PART[$change]}" || continue
+        from=${change%%>*}
+        to=${change##*>}
+        steps=$(steps_of "$from" "$to")
+        check_equal "steps of $from -> $to (counted by the daemon)" "${EXPECTED_STEPS[$change]}" "$steps"
+        [[ $steps =~ ^[0-9]+$ ]] || steps=0
+        killed=0
+        for k in $(seq 0 $((steps - 1))); do
+            put_condition "$from"
+            arm "$k" kill
+            put_condition "$to"
+            if kill -0 "$DAEMON_PID" 2>/dev/null; then
+                arm null
+                note "$from -> $to: no kill at step $k of $steps"
+                continue
+            fi
+            killed=$((killed + 1))
+            after_crash "$from" "$to"
+        done
+        check_range "$from -> $to: killed before each step" "$killed" "$steps" "$steps" "of $steps" "every step"
+        KILLED_AT_EVERY_STEP=$((KILLED_AT_EVERY_STEP + killed))
+        EXPECTED_HALF=$((EXPECTED_HALF + ${EXPECTED_STEPS[$change]} - 1))
     done
-    check_range "$from -> $to: killed before each step" "$killed" "$steps" "$steps" "of $steps" "every step"
-    KILLED_AT_EVERY_STEP=$((KILLED_AT_EVERY_STEP + killed))
-    EXPECTED_HALF=$((EXPECTED_HALF + ${EXPECTED_STEPS[$change]} - 1))
-done
-# Kills before the first step leave the old tree; every later one, until the change is done,
-# leaves a half-built or half-switched one: the restarts had real work to do.
-if ((KILLED_AT_EVERY_STEP > 0)); then
-    check_range "SIGKILL before each step: a half-done tree at the kill" "$HALF_AT_KILL" "$EXPECTED_HALF" "$KILLED_AT_EVERY_STEP" "of $KILLED_AT_EVERY_STEP" \
-        "all but the kills before a change's first step"
-fi
-# And at random moments, from outside, while a change is under way or not.
-choices=("Slow Net" "Nasty Net" "Black Hole" "off")
-current=$(current_profile)
-part random || CRASH_ROUNDS=0
-for round in $(seq "$CRASH_ROUNDS"); do
-    next=$current
-    while [[ $next == "$current" ]]; do next=${choices[RANDOM % 4]}; done
-    put_condition "$next" &
-    client=$!
-    sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.3f", (r % 200) / 1000 }')"
-    kill -KILL "$DAEMON_PID" 2>/dev/null || true
-    wait "$client" 2>/dev/null || true
-    after_crash "$current" "$next"
+    # Kills before the first step leave the old tree; every later one, until the change is done,
+    # leaves a half-built or half-switched one: the restarts had real work to do.
+    if ((KILLED_AT_EVERY_STEP > 0)); then
+        check_range "SIGKILL before each step: a half-done tree at the kill" "$HALF_AT_KILL" "$EXPECTED_HALF" "$KILLED_AT_EVERY_STEP" "of $KILLED_AT_EVERY_STEP" \
+            "all but the kills before a change's first step"
+    fi
+    # And at random moments, from outside, while a change is under way or not.
+    choices=("Slow Net" "Nasty Net" "Black Hole" "off")
     current=$(current_profile)
-done
-check_equal "SIGKILL + restart: rounds" "$((KILLED_AT_EVERY_STEP + CRASH_ROUNDS)) kills" "$CRASHES kills"
-check_range "SIGKILL + restart: consistent" "$CONSISTENT" "$CRASHES" "$CRASHES" "of $CRASHES" "all: old or new condition, filters included, no orphan IFB"
-check_range "SIGKILL + restart: downlink packets shaped exactly when a condition is in force" "$PROBED" "$CRASHES" "$CRASHES" "of $CRASHES" "all"
-put_condition off
+    part random || CRASH_ROUNDS=0
+    for round in $(seq "$CRASH_ROUNDS"); do
+        next=$current
+        while [[ $next == "$current" ]]; do next=${choices[RANDOM % 4]}; done
+        put_condition "$next" &
+        client=$!
+        snooze "0.$(printf '%03d' $((RANDOM % 200)))"
+        kill -KILL "$DAEMON_PID" 2>/dev/null || true
+        wait "$client" 2>/dev/null || true
+        after_crash "$current" "$next"
+        current=$(current_profile)
+    done
+    check_equal "SIGKILL + restart: rounds" "$((KILLED_AT_EVERY_STEP + CRASH_ROUNDS)) kills" "$CRASHES kills"
+    check_range "SIGKILL + restart: consistent" "$CONSISTENT" "$CRASHES" "$CRASHES" "of $CRASHES" "all: old or new condition, filters included, no orphan IFB"
+    check_range "SIGKILL + restart: downlink packets shaped exactly when a condition is in force" "$PROBED" "$CRASHES" "$CRASHES" "of $CRASHES" "all"
+    put_condition off
+fi
 
 # ------------------------------------------------------------------ 12
-part faults || exit 0
+part faults || { log "lane $LANE: done"; exit 0; }
 log "12. lane $LANE: a netlink failure at every step rolls back"
 # fail_at_every_step FROM TO: fails each step of the change FROM -> TO in turn; after each
 # failure the tree must still be FROM's. Sets STEPS and ROLLED_BACK.
@@ -179,4 +186,4 @@ check_bool "injected failure: the client names the object" "refused to <step> on
     "$(grep -oE "$named" <<<"$LC_ERR" | head -1)" "$([[ $LC_ERR =~ $named ]]; echo $?)"
 arm null
 put_condition off
-
+log "lane $LANE: done"

@@ -26,6 +26,17 @@ RESULTS="$WORK/results.tsv"
 DAEMON_LOG="$WORK/linkcondd.log"
 DAEMON_PID=""
 SERVER_PID=""
+NS_ANCHOR=""
+
+# snooze SECONDS: sleep without starting a process (a wait for input from a FIFO nobody writes
+# to), for the polling loops: under emulation each `sleep` is a program started, which costs
+# more than the wait. The FIFO lives in the work directory and is opened for the read alone: no
+# descriptor is inherited, nothing is left.
+snooze() {
+    local fifo=$WORK/.snooze
+    [[ -p $fifo ]] || mkfifo -m 0600 "$fifo" 2>/dev/null || { sleep "$1"; return 0; }
+    read -r -t "$1" _ <>"$fifo" || true
+}
 
 log() { printf '\n=== [%ds] %s\n' "$SECONDS" "$*"; }
 note() { printf '    %s\n' "$*"; }
@@ -39,6 +50,10 @@ topo_up() {
     topo_down
     ip netns add "$NS_C"
     ip netns add "$NS_S"
+    # A process that lives in the client namespace, so that its counters can be read from
+    # /proc/PID/net without starting one (udp_noports).
+    ip netns exec "$NS_C" sleep infinity </dev/null >/dev/null 2>&1 &
+    NS_ANCHOR=$!
     ip -n "$NS_C" link set lo up
     ip -n "$NS_S" link set lo up
     link_up "$IF_C" "$IF_S" "$C4" "$S4" "$C6" "$S6"
@@ -61,7 +76,7 @@ link_up() {
         if cli ip link show "$1" | grep -q 'state UP' && srv ip link show "$2" | grep -q 'state UP'; then
             return 0
         fi
-        sleep 0.1
+        snooze 0.1
     done
     echo "topology: $1 / $2 did not come up" >&2
     return 1
@@ -73,6 +88,8 @@ tcp_echo_ok() {
 }
 
 topo_down() {
+    [[ -z $NS_ANCHOR ]] || { kill "$NS_ANCHOR" 2>/dev/null; wait "$NS_ANCHOR" 2>/dev/null; }
+    NS_ANCHOR=""
     ip netns del "$NS_C" 2>/dev/null || true
     ip netns del "$NS_S" 2>/dev/null || true
 }
@@ -118,7 +135,7 @@ server_start() {
     for i in $(seq 300); do
         [[ -S $CTL ]] && tcp_echo_ok "$S4" 22 && tcp_echo_ok "$S6" 22 && return 0
         kill -0 "$SERVER_PID" 2>/dev/null || break
-        sleep 0.1
+        snooze 0.1
     done
     echo "probe server did not start:" >&2
     cat "$WORK/probe-server.log" >&2
@@ -178,7 +195,7 @@ daemon_start() {
             DAEMON_PID=""
             break
         fi
-        sleep 0.1
+        snooze 0.1
     done
     echo "linkcondd did not become ready; log tail:" >&2
     tail -30 "$DAEMON_LOG" >&2
@@ -193,7 +210,7 @@ daemon_stop() {
     kill -"$sig" "$DAEMON_PID" 2>/dev/null || true
     for i in $(seq 150); do
         kill -0 "$DAEMON_PID" 2>/dev/null || break
-        sleep 0.1
+        snooze 0.1
     done
     if kill -0 "$DAEMON_PID" 2>/dev/null; then
         kill -KILL "$DAEMON_PID" 2>/dev/null || true
@@ -220,44 +237,78 @@ run_capture() {
 # out: a rebuilt tree and a re-adopted one compare equal when they hold the same objects.
 # Text, not `tc -j`: iproute2 6.1 prints invalid JSON for htb classes.
 tree_text() {
-    cli sh -c '
-        dev=$1 ifb=$2
-        objects() {
-            # One tc for the device: every show in a batch (a process start costs much under
-            # emulation). Filters are joined into one line each before the kernel-numbered
-            # parts are dropped.
-            printf "qdisc show dev %s\nclass show dev %s\nfilter show dev %s parent 7a00:\nfilter show dev %s parent ffff:\n" \
-                "$1" "$1" "$1" "$1" | tc -force -batch - 2>/dev/null | awk "
-                /^qdisc noqueue 0: / { next }
-                /^(qdisc|class) / { flush(); print; next }
-                /^filter/ { flush(); record = \$0; next }
-                /^[ \t]*$/ { next }
-                /^[ \t]/ { if (record != \"\") { sub(/^[ \t]+/, \" \"); record = record \$0 } else print; next }
-                { flush(); print }
-                function flush() { if (record != \"\") print record; record = \"\" }
-                END { flush() }" |
-                sed -E "s/ fh [0-9a-f:]+//; s/ order [0-9]+//; s/ key ht [0-9a-f]+ bkt [0-9a-f]+//;
-                        s/ index [0-9]+ ref [0-9]+ bind [0-9]+//g; s/ (not_)?in_hw//g;
-                        s/ direct_packets_stat [0-9]+//; s/ +$//" |
-                grep -v " ht divisor "
-        }
-        objects "$dev" | sed "s/^/$dev: /"
-        if [ -e "/sys/class/net/$ifb" ]; then
-            objects "$ifb" | sed "s/^/ifb: /"
-        fi
-    ' _ "$IF_C" "$IFB" | sort
+    local batch='qdisc show dev %s\nclass show dev %s\nfilter show dev %s parent 7a00:\nfilter show dev %s parent ffff:\n'
+    # One tc per device (a process start costs much under emulation), one awk for both.
+    {
+        # shellcheck disable=SC2059
+        printf "$batch" "$IF_C" "$IF_C" "$IF_C" "$IF_C" | tc -n "$NS_C" -force -batch - 2>/dev/null
+        echo "@@ifb"
+        # shellcheck disable=SC2059
+        printf "$batch" "$IFB" "$IFB" "$IFB" "$IFB" | tc -n "$NS_C" -force -batch - 2>/dev/null
+    } | awk -v dev="$IF_C: " '
+        BEGIN { prefix = dev }
+        /^@@ifb$/ { flush(); prefix = "ifb: "; next }
+        /^qdisc noqueue 0: / { next }
+        /^(qdisc|class) / { flush(); emit($0); next }
+        /^filter/ { flush(); record = $0; next }
+        /^[ \t]*$/ { next }
+        /^[ \t]/ { if (record != "") { sub(/^[ \t]+/, " "); record = record $0 } else emit($0); next }
+        { flush(); emit($0) }
+        END { flush() }
+        function flush() { if (record != "") emit(record); record = "" }
+        # Filters are joined into one line each before the kernel-numbered parts are dropped.
+        function emit(line) {
+            sub(/ fh [0-9a-f:]+/, "", line); sub(/ order [0-9]+/, "", line)
+            sub(/ key ht [0-9a-f]+ bkt [0-9a-f]+/, "", line)
+            gsub(/ index [0-9]+ ref [0-9]+ bind [0-9]+/, "", line); gsub(/ (not_)?in_hw/, "", line)
+            sub(/ direct_packets_stat [0-9]+/, "", line); sub(/ +$/, "", line)
+            if (line !~ / ht divisor /) print prefix line
+        }' | sort
 }
 
 # tree_signature: "none" when linkcond has nothing on the interface, else a digest of tree_text:
 # every qdisc, class and filter on the interface and its IFB.
 tree_signature() {
-    local text
+    local text digest
     text=$(tree_text)
     if [[ -z $text ]]; then
         echo none
     else
-        printf '%s' "$text" | sha1sum | cut -c1-12
+        digest=$(printf '%s' "$text" | sha1sum)
+        echo "${digest:0:12}"
     fi
+}
+
+# ifb_bulk_total: packets the IFB's bulk netem (7a10:) sent, dropped or holds; -1 without an IFB.
+# Parsed in the shell from tc's text: jq alone takes most of a second to start under emulation.
+ifb_bulk_total() {
+    local text line handle="" total=0 seen=0
+    text=$(tc -n "$NS_C" -s qdisc show dev "$IFB" 2>/dev/null) || { echo -1; return; }
+    while IFS= read -r line; do
+        if [[ $line =~ ^qdisc\ [a-z_]+\ ([0-9a-f]+:) ]]; then
+            handle=${BASH_REMATCH[1]}
+        elif [[ $handle == 7a10: && $line =~ Sent\ [0-9]+\ bytes\ ([0-9]+)\ pkt\ \(dropped\ ([0-9]+) ]]; then
+            total=$((total + BASH_REMATCH[1] + BASH_REMATCH[2]))
+            seen=1
+        elif [[ $handle == 7a10: && $line =~ backlog\ [0-9]+[a-zA-Z]*\ ([0-9]+)p ]]; then
+            total=$((total + BASH_REMATCH[1]))
+        fi
+    done <<<"$text"
+    ((seen)) && echo "$total" || echo -1
+}
+
+# udp_noports: datagrams the client namespace's UDP stack found no socket for, IPv4 and IPv6,
+# read through the namespace's anchor process (topo_up) without starting a process.
+udp_noports() {
+    local v4=0 v6=0 key value
+    local -a f
+    while read -r -a f; do
+        [[ ${f[0]} == Udp: && ${f[1]} =~ ^[0-9]+$ ]] && v4=${f[2]}
+    done <"/proc/$NS_ANCHOR/net/snmp"
+    while read -r key value; do
+        [[ $key == Udp6NoPorts ]] && v6=$value
+    done <"/proc/$NS_ANCHOR/net/snmp6"
+    echo "$v4 $v6"
 }
 
 # downlink_state: sends 3 IPv4 and 3 IPv6 datagrams from the server to a closed port of the
@@ -265,30 +316,24 @@ tree_signature() {
 # (sent, queued or dropped by it), "unshaped" when there is no ingress qdisc and no IFB and all
 # six reached the client's UDP stack, else what was seen.
 downlink_state() {
-    local before after ifb_before ifb_after v4 v6
-    ifb_total() {
-        cli tc -s -j qdisc show dev "$IFB" 2>/dev/null |
-            jq '[.[] | select(.handle == "7a10:") | (.packets // 0) + (.drops // 0) + (.qlen // 0)] | add // -1' 2>/dev/null || echo -1
-    }
-    noports() {
-        cli awk '$1 == "Udp:" && $2 ~ /^[0-9]+$/ { v4 = $3 } $1 == "Udp6NoPorts" { v6 = $2 } END { print v4 + 0, v6 + 0 }' /proc/net/snmp /proc/net/snmp6
-    }
-    ifb_before=$(ifb_total)
-    before=$(noports)
+    local before after ifb_before ifb_after v4 v6 ingress
+    ifb_before=$(ifb_bulk_total)
+    before=$(udp_noports)
     srv bash -c 'for i in 1 2 3; do echo probe >"/dev/udp/$1/9"; echo probe >"/dev/udp/$2/9"; done' _ "$C4" "$C6" 2>/dev/null || true
     # Until the six probes are counted one way or the other (a busy VM may take a while).
     for _ in $(seq 15); do
-        sleep 0.2
-        ifb_after=$(ifb_total)
-        after=$(noports)
+        snooze 0.2
+        ifb_after=$(ifb_bulk_total)
+        after=$(udp_noports)
         v4=$(( ${after% *} - ${before% *} ))
         v6=$(( ${after#* } - ${before#* } ))
         ((ifb_before >= 0 && ifb_after - ifb_before >= 6)) && break
         ((ifb_after < 0 && v4 >= 3 && v6 >= 3)) && break
     done
+    ingress=$(tc -n "$NS_C" qdisc show dev "$IF_C" ingress 2>/dev/null)
     if ((ifb_before >= 0 && ifb_after - ifb_before >= 6)); then
         echo shaped
-    elif ((ifb_after < 0)) && ! cli tc qdisc show dev "$IF_C" ingress | grep -q ingress && ((v4 == 3 && v6 == 3)); then
+    elif ((ifb_after < 0)) && [[ $ingress != *ingress* ]] && ((v4 == 3 && v6 == 3)); then
         echo unshaped
     else
         echo "unclear(ifb+$((ifb_after - ifb_before)),v4+$v4,v6+$v6)"
@@ -296,7 +341,19 @@ downlink_state() {
 }
 
 # current_profile: the name of the profile in force, as the daemon says, or "off".
-current_profile() { timeout 10 curl -sf --unix-socket "$SOCK" http://linkcond/v1/status | jq -r '.profile.name // "off"'; }
+# Read in the shell (no jq): the profile object's own "name", or "off" when there is none;
+# nothing when the daemon does not answer, twice, within 20 s (a lane at the lowest priority may
+# get little CPU while the main part of the suite is busy).
+current_profile() {
+    local status
+    status=$(timeout 20 curl -sf --unix-socket "$SOCK" http://linkcond/v1/status) ||
+        status=$(timeout 20 curl -sf --unix-socket "$SOCK" http://linkcond/v1/status) || return 0
+    if [[ $status != *'"profile" : {'* ]]; then
+        echo off
+    elif [[ ${status#*\"profile\" : \{} =~ \"name\"\ :\ \"([^\"]*)\" ]]; then
+        echo "${BASH_REMATCH[1]}"
+    fi
+}
 
 # bulk_netem: the uplink bulk netem as tc shows it, a quick probe of which profile is in force.
 bulk_netem() {
@@ -313,7 +370,7 @@ seconds_until() {
             awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'
             return
         fi
-        sleep 0.05
+        snooze 0.05
     done
     echo null
 }
@@ -329,7 +386,7 @@ wait_drained() {
             cli tc -s -j qdisc show dev "$IFB" 2>/dev/null || echo '[]'
         } | jq -s '[.[][] | .qlen // 0] | add // 0')
         [[ $queued == 0 ]] && return 0
-        sleep 0.2
+        snooze 0.2
     done
     echo "queues still hold $queued packets after ${limit}s" >&2
     return 1

@@ -8,7 +8,9 @@ set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SUITE_LIMIT=${LC_SUITE_LIMIT:-1800}
+# A hung suite aborts itself with its summary so far, before scripts/test's VM limit (3000 s)
+# ends it with nothing; a whole run took 1303 s (2 CPUs, emulated).
+SUITE_LIMIT=${LC_SUITE_LIMIT:-2400}
 CRASH_ROUNDS=${LC_CRASH_ROUNDS:-20}
 BIN=${LINKCOND_BIN:-$REPO/.build/debug}
 
@@ -79,6 +81,9 @@ trap 'echo "suite: interrupted" >&2; exit 130' INT TERM
 ) &
 WATCHDOG_PID=$!
 T0=$SECONDS
+# cpu_ticks: busy and total jiffies of every CPU since boot, for the suite's CPU use at the end.
+cpu_ticks() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+CPU_AT_START=$(cpu_ticks)
 
 
 status_field() {
@@ -244,8 +249,10 @@ for dir in up down; do
 done
 jq -s 'add' "$WORK/oneway.jitter.up.json" "$WORK/oneway.jitter.down.json" >"$WORK/oneway.jitter.json" 2>/dev/null || true
 # check_jitter DIRECTION DELAY JITTER: quantiles of the one-way delays against the uniform
-# distribution on [delay - jitter, delay + jitter], each within ±(1 ms + 2%) plus three standard
-# errors of that quantile; the spread's standard deviation against jitter/sqrt(3).
+# distribution on [delay - jitter, delay + jitter] plus the unshaped one-way delay of section 2,
+# each within ±(2 ms + 2%) plus three standard errors of that quantile (1 ms of it for the
+# emulated receiver's latency, whose median was 1.1 to 2.0 ms in section 2 across runs, and which
+# moves all quantiles of a run together); the interquartile range against the jitter.
 check_jitter() {
     local dir=$1 delay=$2 jitter=$3 n base q m expected tol st
     n=$(oneway_field "$WORK/oneway.jitter.json" "$dir" received)
@@ -256,14 +263,16 @@ check_jitter() {
         m=$(json "$WORK/oneway.jitter.json" ".$dir.quantiles_ms[\"$q\"] // null")
         read -r expected tol < <(awk -v d="$delay" -v j="$jitter" -v q="$q" -v n="${n/null/1}" -v b="$base" 'BEGIN {
             e = d - j + 2 * j * q; se = 2 * j * sqrt(q * (1 - q) / n)
-            printf "%.2f %.2f\n", e + b, 1 + 0.02 * e + 3 * se }')
+            printf "%.2f %.2f\n", e + b, 2 + 0.02 * e + 3 * se }')
         st=FAIL
         [[ $m != null ]] && fcond "$m $expected $tol" 'a >= b - c && a <= b + c' && st=PASS
         record "jitter $dir: quantile $q" "$expected ms (uniform $((delay - jitter))..$((delay + jitter)) ms + base $base)" "$m ms" "±$tol ms" "$st"
     done
-    m=$(oneway_field "$WORK/oneway.jitter.json" "$dir" stdev_ms)
-    expected=$(awk -v j="$jitter" 'BEGIN { printf "%.2f", j / sqrt(3) }')
-    check_rel "jitter $dir: standard deviation" "$m" "$expected" 20 ms " (uniform: jitter/sqrt(3))"
+    # The spread as the interquartile range, which the emulator's rare late wake-ups (a packet
+    # at +50 ms) leave alone, where they inflate a standard deviation.
+    m=$(minus "$(json "$WORK/oneway.jitter.json" ".$dir.quantiles_ms[\"0.75\"] // null")" \
+        "$(json "$WORK/oneway.jitter.json" ".$dir.quantiles_ms[\"0.25\"] // null")")
+    check_rel "jitter $dir: interquartile range" "$m" "$jitter" 20 ms " (uniform: half the width, the jitter)"
     # The shortest delay against the shortest unshaped one: the median baseline carries the
     # emulated receiver's wake-up latency, which the shortest packets did not meet.
     m=$(oneway_field "$WORK/oneway.jitter.json" "$dir" min_ms)
@@ -362,14 +371,16 @@ check_bool "Black Hole ARP after neigh flush" "TCP/22 over IPv4 connects" "echo 
 # daemon and work directory each), side by side with the sections below. The measurements
 # above ran alone; the lanes run at the lowest priority, so that the timed checks below (a
 # lease ending on time, a condition coming back when `run` ends) get the CPU when they want
-# it and the lanes take what is left. Their checks join the summary at the end.
-log "11, 12. SIGKILL at every step and at random, and a failure at every step: in two lanes alongside"
-LANE_PIDS=()
-for lane in 1 2; do
-    parts=$([[ $lane == 1 ]] && echo "build" || echo "switch teardown random faults")
+# it and the lanes take what is left. Their checks join the summary at the end. Three lanes of
+# about equal work, so that once the sections below are done both CPUs stay busy until the end.
+# (Lane 3 is Tests/Kernel/conditions.sh's.)
+log "11, 12. SIGKILL at every step and at random, and a failure at every step: in three lanes alongside"
+CRASH_LANES=(1 2 4)
+declare -A CRASH_PARTS=([1]="build" [2]="switch teardown random" [4]="faults") LANE_PIDS=()
+for lane in "${CRASH_LANES[@]}"; do
     LC_LANE=$lane LINKCOND_BIN=$BIN LINKCOND_PROFILES=$PROFILES LC_CRASH_ROUNDS=$CRASH_ROUNDS \
-        nice -n 19 "$KDIR/crash.sh" $parts >"$WORK/lane$lane.log" 2>&1 &
-    LANE_PIDS+=($!)
+        nice -n 19 "$KDIR/crash.sh" ${CRASH_PARTS[$lane]} >"$WORK/lane$lane.log" 2>&1 &
+    LANE_PIDS[$lane]=$!
 done
 
 # ------------------------------------------------------------------ 6
@@ -726,20 +737,26 @@ for i in 1 2 3; do timed_lc status >>"$WORK/root.calm"; timed_lc activate "Slow 
 calm=$(sort -g "$WORK/root.calm" | tail -1)
 rss_before=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
 install -m 0666 /dev/null "$WORK/flood.json"   # written by the user without rights
-"${as_stranger[@]}" timeout 120 "$BIN/linkcond-bench" flood --socket "$SOCK" --connections 5000 --seconds 30 --out "$WORK/flood.json" >"$WORK/flood.out" 2>&1 &
+# Up to two minutes, ended once root's commands are done: each of them meets the flood. At the
+# lowest priority: what is measured is the daemon's share of connections, not how the VM's two
+# CPUs are shared between the flooding process and root's client starting.
+nice -n 19 "${as_stranger[@]}" timeout 180 "$BIN/linkcond-bench" flood --socket "$SOCK" --connections 5000 --seconds 120 \
+    --until "$WORK/flood.stop" --out "$WORK/flood.json" >"$WORK/flood.out" 2>&1 &
 flood_pid=$!
-sleep 5
+sleep 3
 : >"$WORK/root.times"
 rss_peak=$rss_before
-for i in $(seq 10); do
+for i in $(seq 5); do
     timed_lc status >>"$WORK/root.times"
     profile=$([[ $((i % 2)) == 0 ]] && echo "Slow Net" || echo "Nasty Net")
     timed_lc activate "$profile" >>"$WORK/root.times"
     rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
     ((rss > rss_peak)) && rss_peak=$rss
-    sleep 1
 done
 fds_during=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
+flood_on=$(kill -0 "$flood_pid" 2>/dev/null && echo "still flooding" || echo "ended before root's last command")
+touch "$WORK/flood.stop"
+check_equal "flood: on during every one of root's commands" "still flooding" "$flood_on"
 wait "$flood_pid" || true
 note "flood: $(cat "$WORK/flood.out")"
 note "root's linkcond status and activate: without the flood $(sort -g "$WORK/root.calm" | tr '\n' ' ')s; during it $(tr '\n' ' ' <"$WORK/root.times")s"
@@ -751,7 +768,7 @@ calm_median=$(median_of "$WORK/root.calm")
 median=$(median_of "$WORK/root.times")
 worst=$(sort -g "$WORK/root.times" | tail -1)
 answered=$(awk '$1 != 99' "$WORK/root.times" | wc -l)
-check_range "flood: root's linkcond status and activate answered" "$answered" 20 20 "of 20" "all"
+check_range "flood: root's linkcond status and activate answered" "$answered" 10 10 "of 10" "all"
 check_max "flood: root's commands, median during the flood" "$median" "$(awk -v c="$calm_median" 'BEGIN { printf "%.3f", c + 1 }')" s \
     "at most 1 s over the median without it, $calm_median s"
 check_max "flood: root's slowest command" "$worst" "$(awk -v c="$calm" 'BEGIN { printf "%.3f", c + 5 }')" s \
@@ -762,30 +779,37 @@ check_max "flood: resident memory growth at its peak" "$(( rss_peak - rss_before
 check_equal "flood: the daemon is still running" "running" "$(kill -0 "$DAEMON_PID" 2>/dev/null && echo running || echo dead)"
 
 # ------------------------------------------------------------------ 20
-log "20. load: 50 clients x 200 requests, reading and switching"
+log "20. load: 50 clients x 200 requests, reading and switching, in two rounds"
 lc activate "Slow Net" >/dev/null
-# A round to warm up (first connections, first switches), then the measured one.
-"${as_member[@]}" "$BIN/linkcond-bench" load --socket "$SOCK" --readers 5 --switchers 5 --requests 20 --profile "Slow Net" --profile "Nasty Net" >/dev/null 2>&1 || true
-sleep 1
+# load_round NAME: 40 readers (a user without rights) and 10 switchers (a member) at once, 100
+# requests each.
+load_round() {
+    install -m 0666 /dev/null "$WORK/load.$1.readers.json"; install -m 0666 /dev/null "$WORK/load.$1.switchers.json"
+    "${as_stranger[@]}" timeout 900 "$BIN/linkcond-bench" load --socket "$SOCK" --readers 40 --switchers 0 --requests 100 \
+        --out "$WORK/load.$1.readers.json" >"$WORK/load.$1.readers.out" 2>&1 &
+    local readers_pid=$!
+    "${as_member[@]}" timeout 900 "$BIN/linkcond-bench" load --socket "$SOCK" --readers 0 --switchers 10 --requests 100 \
+        --profile "Slow Net" --profile "Nasty Net" --profile "Black Hole" --out "$WORK/load.$1.switchers.json" >"$WORK/load.$1.switchers.out" 2>&1 || true
+    wait "$readers_pid" || true
+    note "round $1: $(cat "$WORK/load.$1.readers.out") / $(cat "$WORK/load.$1.switchers.out")"
+    sleep 2
+}
+# The first round also brings the daemon's memory to its working size (the allocator keeps what
+# a peak took); a leak is what a second, identical round adds.
 fds_before=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
-rss_before=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
-install -m 0666 /dev/null "$WORK/load.readers.json"; install -m 0666 /dev/null "$WORK/load.switchers.json"
-"${as_stranger[@]}" timeout 900 "$BIN/linkcond-bench" load --socket "$SOCK" --readers 40 --switchers 0 --requests 200 --out "$WORK/load.readers.json" >"$WORK/load.readers.out" 2>&1 &
-readers_pid=$!
-"${as_member[@]}" timeout 900 "$BIN/linkcond-bench" load --socket "$SOCK" --readers 0 --switchers 10 --requests 200 \
-    --profile "Slow Net" --profile "Nasty Net" --profile "Black Hole" --out "$WORK/load.switchers.json" >"$WORK/load.switchers.out" 2>&1 || true
-wait "$readers_pid" || true
-note "$(cat "$WORK/load.readers.out") / $(cat "$WORK/load.switchers.out")"
-sleep 2
+load_round 1
+rss_first=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
+load_round 2
 fds_after=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
 rss_after=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
-answers=$(jq -s '[.[].answersByStatus | to_entries[] | select(.key == "200") | .value] | add // 0' "$WORK/load.readers.json" "$WORK/load.switchers.json" 2>/dev/null || echo null)
-others=$(jq -s '[.[].answersByStatus | to_entries[] | select(.key != "200" and .key != "409") | .value] | add // 0' "$WORK/load.readers.json" "$WORK/load.switchers.json" 2>/dev/null || echo null)
-failed=$(jq -s '[.[].failures] | add' "$WORK/load.readers.json" "$WORK/load.switchers.json" 2>/dev/null || echo null)
+load_files=("$WORK"/load.[12].readers.json "$WORK"/load.[12].switchers.json)
+answers=$(jq -s '[.[].answersByStatus | to_entries[] | select(.key == "200") | .value] | add // 0' "${load_files[@]}" 2>/dev/null || echo null)
+others=$(jq -s '[.[].answersByStatus | to_entries[] | select(.key != "200" and .key != "409") | .value] | add // 0' "${load_files[@]}" 2>/dev/null || echo null)
+failed=$(jq -s '[.[].failures] | add' "${load_files[@]}" 2>/dev/null || echo null)
 check_range "load: answers 200 (409 documented, none expected without a lease)" "$answers" 10000 10000 "of 10000" "all"
 check_equal "load: errors other than 409, and clients that failed" "0 errors, 0 failed" "$others errors, $failed failed"
-check_equal "load: descriptors after the run (none leaked)" "$fds_before" "$fds_after"
-check_max "load: resident memory after the run, growth" "$(( rss_after - rss_before ))" 1024 KiB "flat within 1 MB ($rss_before -> $rss_after KiB)"
+check_equal "load: descriptors after both rounds (none leaked)" "$fds_before" "$fds_after"
+check_max "load: resident memory, growth over the second round" "$(( rss_after - rss_first ))" 1024 KiB "flat within 1 MB ($rss_first -> $rss_after KiB; 5000 requests)"
 in_force=$(current_profile || true)
 check_tree "load: the last switch is in force, whole" "${REF[${in_force:-unknown}]:-unknown}" "${in_force:-unknown}"
 lc off >/dev/null
@@ -801,7 +825,7 @@ log "21-25. conditions on several interfaces (Tests/Kernel/conditions.sh, lane 3
 conditions_rc=0
 LC_LANE=3 LINKCOND_BIN=$BIN LINKCOND_PROFILES=$SHIPPED_PROFILES "$KDIR/conditions.sh" >"$WORK/lane3.log" 2>&1 || conditions_rc=$?
 check_equal "lane 3 (conditions.sh) ran to its end" "exit 0" "exit $conditions_rc"
-grep -E '^(PASS|FAIL|    )' "$WORK/lane3.log" | sed "s/^/lane 3: /" || true
+grep -E '^(PASS|FAIL|    |=== )' "$WORK/lane3.log" | sed "s/^/lane 3: /" || true
 if [[ -s /tmp/lc-kernel3/results.tsv ]]; then
     cat /tmp/lc-kernel3/results.tsv >>"$RESULTS"
 else
@@ -811,11 +835,11 @@ fi
 
 # ------------------------------------------------------------------ lanes
 log "11, 12. the lanes' results"
-for lane in 1 2; do
+for lane in "${CRASH_LANES[@]}"; do
     lane_rc=0
-    wait "${LANE_PIDS[$((lane - 1))]}" || lane_rc=$?
+    wait "${LANE_PIDS[$lane]}" || lane_rc=$?
     check_equal "lane $lane (crash.sh) ran to its end" "exit 0" "exit $lane_rc"
-    grep -E '^(PASS|FAIL|    )' "$WORK/lane$lane.log" | sed "s/^/lane $lane: /" || true
+    grep -E '^(PASS|FAIL|    |=== )' "$WORK/lane$lane.log" | sed "s/^/lane $lane: /" || true
     if [[ -s /tmp/lc-kernel$lane/results.tsv ]]; then
         cat "/tmp/lc-kernel$lane/results.tsv" >>"$RESULTS"
     else
@@ -828,6 +852,10 @@ done
 rc=0
 summary_table || rc=1
 printf 'suite time: %ds\n' $((SECONDS - T0))
+# How much of the VM's CPUs the suite used: near 100 % means more lanes would not make it faster.
+awk -v a="$CPU_AT_START" -v b="$(cpu_ticks)" -v n="$(nproc)" 'BEGIN {
+    split(a, x, " "); split(b, y, " ")
+    printf "suite CPU: %.0f%% busy of %d CPU(s)\n", 100 * (y[1] - x[1]) / (y[2] - x[2]), n }'
 if ((rc != 0)); then
     printf '\n--- linkcondd log (last 120 lines)\n'
     tail -n 120 "$DAEMON_LOG"
