@@ -769,8 +769,11 @@ median=$(median_of "$WORK/root.times")
 worst=$(sort -g "$WORK/root.times" | tail -1)
 answered=$(awk '$1 != 99' "$WORK/root.times" | wc -l)
 check_range "flood: root's linkcond status and activate answered" "$answered" 10 10 "of 10" "all"
-check_max "flood: root's commands, median during the flood" "$median" "$(awk -v c="$calm_median" 'BEGIN { printf "%.3f", c + 1 }')" s \
-    "at most 1 s over the median without it, $calm_median s"
+# The median's bound scales with the commands' own time, which the lanes change by up to 4x
+# between runs (medians without the flood 1.1 s to 5.4 s); a command that waited for room in a
+# full backlog would take 5 s more.
+check_max "flood: root's commands, median during the flood" "$median" "$(awk -v c="$calm_median" 'BEGIN { b = c * 1.5; if (b < c + 1) b = c + 1; printf "%.3f", b }')" s \
+    "at most 1.5 times the median without it, $calm_median s, or 1 s over it, whichever is more"
 check_max "flood: root's slowest command" "$worst" "$(awk -v c="$calm" 'BEGIN { printf "%.3f", c + 5 }')" s \
     "at most the client's 5 s wait for a full backlog over the slowest without it, $calm s"
 check_range "flood: refused with 503 beyond the limit" "$(json "$WORK/flood.json" '.refusedWith503')" 1 100000000 "connections" "many"
