@@ -316,7 +316,7 @@ udp_noports() {
 # (sent, queued or dropped by it), "unshaped" when there is no ingress qdisc and no IFB and all
 # six reached the client's UDP stack, else what was seen.
 downlink_state() {
-    local before after ifb_before ifb_after v4 v6 ingress
+    local before after ifb_before ifb_after v4 v6
     ifb_before=$(ifb_bulk_total)
     before=$(udp_noports)
     srv bash -c 'for i in 1 2 3; do echo probe >"/dev/udp/$1/9"; echo probe >"/dev/udp/$2/9"; done' _ "$C4" "$C6" 2>/dev/null || true
@@ -330,10 +330,10 @@ downlink_state() {
         ((ifb_before >= 0 && ifb_after - ifb_before >= 6)) && break
         ((ifb_after < 0 && v4 >= 3 && v6 >= 3)) && break
     done
-    ingress=$(tc -n "$NS_C" qdisc show dev "$IF_C" ingress 2>/dev/null)
     if ((ifb_before >= 0 && ifb_after - ifb_before >= 6)); then
         echo shaped
-    elif ((ifb_after < 0)) && [[ $ingress != *ingress* ]] && ((v4 == 3 && v6 == 3)); then
+    elif ((ifb_after < 0 && v4 == 3 && v6 == 3)) &&
+        [[ $(tc -n "$NS_C" qdisc show dev "$IF_C" ingress 2>/dev/null) != *ingress* ]]; then
         echo unshaped
     else
         echo "unclear(ifb+$((ifb_after - ifb_before)),v4+$v4,v6+$v6)"
@@ -341,16 +341,17 @@ downlink_state() {
 }
 
 # current_profile: the name of the profile in force, as the daemon says, or "off".
-# Read in the shell (no jq): the profile object's own "name", or "off" when there is none;
-# nothing when the daemon does not answer, twice, within 20 s (a lane at the lowest priority may
-# get little CPU while the main part of the suite is busy).
+# Read in the shell (no jq): "off" when the status says "active": false, else the profile
+# object's own "name"; nothing when the daemon does not answer, twice, within 20 s (a lane at the
+# lowest priority may get little CPU while the main part of the suite is busy), or says neither.
 current_profile() {
     local status
     status=$(timeout 20 curl -sf --unix-socket "$SOCK" http://linkcond/v1/status) ||
         status=$(timeout 20 curl -sf --unix-socket "$SOCK" http://linkcond/v1/status) || return 0
-    if [[ $status != *'"profile" : {'* ]]; then
+    if [[ $status =~ \"active\"[[:space:]]*:[[:space:]]*false ]]; then
         echo off
-    elif [[ ${status#*\"profile\" : \{} =~ \"name\"\ :\ \"([^\"]*)\" ]]; then
+    elif [[ $status =~ \"profile\"[[:space:]]*:[[:space:]]*\{(.*) ]] &&
+        [[ ${BASH_REMATCH[1]} =~ \"name\"[[:space:]]*:[[:space:]]*\"([^\"]*)\" ]]; then
         echo "${BASH_REMATCH[1]}"
     fi
 }

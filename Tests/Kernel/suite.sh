@@ -821,34 +821,34 @@ daemon_stop TERM
 check_rc "final SIGTERM: daemon exit status" "$DAEMON_RC" 0 "exit 0"
 check_snapshot "final SIGTERM: nothing left" "$WORK/snap.before"
 
+# merge_lane LANE SCRIPT EXIT_STATUS: a lane's verdict, its checks and sections in this log, its
+# results in the summary; a lane that failed or left no results shows the end of its log.
+merge_lane() {
+    local lane=$1 script=$2 lane_rc=$3 log="$WORK/lane$1.log" results="/tmp/lc-kernel$1/results.tsv"
+    check_equal "lane $lane ($script) ran to its end" "exit 0" "exit $lane_rc"
+    grep -E '^(PASS|FAIL|    |=== )' "$log" | sed "s/^/lane $lane: /" || true
+    if [[ -s $results ]]; then
+        cat "$results" >>"$RESULTS"
+    else
+        record "lane $lane ($script) produced results" "its checks" "none: see $log" "exact" FAIL
+    fi
+    [[ $lane_rc == 0 && -s $results ]] || tail -n 30 "$log" | sed 's/^/      /'
+}
+
 # ------------------------------------------------------------------ 21-25
 # Conditions on two interfaces at once: a topology of its own (lane 3), after the timed checks
 # above and at normal priority, since it measures round trips; the crash lanes may still run.
 log "21-25. conditions on several interfaces (Tests/Kernel/conditions.sh, lane 3)"
 conditions_rc=0
 LC_LANE=3 LINKCOND_BIN=$BIN LINKCOND_PROFILES=$SHIPPED_PROFILES "$KDIR/conditions.sh" >"$WORK/lane3.log" 2>&1 || conditions_rc=$?
-check_equal "lane 3 (conditions.sh) ran to its end" "exit 0" "exit $conditions_rc"
-grep -E '^(PASS|FAIL|    |=== )' "$WORK/lane3.log" | sed "s/^/lane 3: /" || true
-if [[ -s /tmp/lc-kernel3/results.tsv ]]; then
-    cat /tmp/lc-kernel3/results.tsv >>"$RESULTS"
-else
-    record "lane 3 (conditions.sh) produced results" "its checks" "none: see $WORK/lane3.log" "exact" FAIL
-fi
-((conditions_rc == 0)) || tail -n 30 "$WORK/lane3.log" | sed 's/^/      /'
+merge_lane 3 conditions.sh "$conditions_rc"
 
 # ------------------------------------------------------------------ lanes
 log "11, 12. the lanes' results"
 for lane in "${CRASH_LANES[@]}"; do
     lane_rc=0
     wait "${LANE_PIDS[$lane]}" || lane_rc=$?
-    check_equal "lane $lane (crash.sh) ran to its end" "exit 0" "exit $lane_rc"
-    grep -E '^(PASS|FAIL|    |=== )' "$WORK/lane$lane.log" | sed "s/^/lane $lane: /" || true
-    if [[ -s /tmp/lc-kernel$lane/results.tsv ]]; then
-        cat "/tmp/lc-kernel$lane/results.tsv" >>"$RESULTS"
-    else
-        record "lane $lane (crash.sh) produced results" "its checks" "none: see $WORK/lane$lane.log" "exact" FAIL
-        tail -n 30 "$WORK/lane$lane.log" | sed 's/^/      /'
-    fi
+    merge_lane "$lane" crash.sh "$lane_rc"
 done
 
 # ------------------------------------------------------------------ summary
