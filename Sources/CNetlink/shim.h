@@ -7,10 +7,12 @@
 #define LINKCOND_CNETLINK_SHIM_H
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <net/if.h>
 #include <linux/if_ether.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/pkt_sched.h>
 #include <linux/pkt_cls.h>
 #include <linux/tc_act/tc_mirred.h>
@@ -87,6 +89,19 @@ static inline int linkcond_capture_refusals(struct nl_sock *socket, linkcond_ker
     (void)setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &on, sizeof(on));
     (void)setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &on, sizeof(on));
     return nl_socket_modify_err_cb(socket, NL_CB_CUSTOM, linkcond_on_error, refusal);
+}
+
+/// Asks the kernel for the qdisc attached at `parent` (TC_H_ROOT, TC_H_INGRESS or a class) of one
+/// device: RTM_GETQDISC without NLM_F_DUMP. libnl has no call for it, and a dump lists the
+/// qdiscs of every device on the machine. The kernel answers a get as a notification, which
+/// reaches the asker only with NLM_F_ECHO.
+static inline int linkcond_request_qdisc(struct nl_sock *socket, int ifindex, uint32_t parent) {
+    struct tcmsg request;
+    memset(&request, 0, sizeof(request));
+    request.tcm_family = AF_UNSPEC;
+    request.tcm_ifindex = ifindex;
+    request.tcm_parent = parent;
+    return nl_send_simple(socket, RTM_GETQDISC, NLM_F_ECHO, &request, sizeof(request));
 }
 
 #endif

@@ -57,24 +57,51 @@ extension NetlinkSocket {
         }
     }
 
-    /// Every qdisc on the device, including the kernel's default ones (handle `0:`).
-    public func qdiscs(interfaceIndex: Int32) throws(NetlinkError) -> [QdiscInfo] {
+    /// The qdisc a device has at `parent` (`.root`, `.ingressParent`, or a class), or `nil` when
+    /// nothing is attached there; the kernel's default root comes back with the handle `0:`.
+    ///
+    /// Asked by place rather than by handle: only then does the kernel's answer name the parent.
+    public func qdisc(interfaceIndex: Int32, attachedAt parent: TrafficControlHandle) throws(NetlinkError) -> QdiscInfo? {
+        let found = try requestQdisc(interfaceIndex: interfaceIndex, parent: parent)
+        // A device whose ingress qdisc was deleted answers with the kernel's built-in noop
+        // qdisc, which a dump never lists: no qdisc at all.
+        if parent == .ingressParent, found?.handle == .unspecified { return nil }
+        return found
+    }
+
+    /// Asks for one qdisc rather than dumping: the kernel's qdisc dump ignores the device asked
+    /// for and lists every device's, so a survey by dump grows with the whole machine (256
+    /// conditions made each survey read over 2 000 qdiscs).
+    private func requestQdisc(interfaceIndex: Int32, parent: TrafficControlHandle) throws(NetlinkError) -> QdiscInfo? {
+        let operation = "read the qdisc at \(parent) on ifindex \(interfaceIndex)"
         var cachePointer: OpaquePointer?
-        try perform("list qdiscs") { rtnl_qdisc_alloc_cache($0, &cachePointer) }
-        guard let cachePointer else { return [] }
+        try perform(operation) { _ in nl_cache_alloc_name("route/qdisc", &cachePointer) }
+        guard let cachePointer else { return nil }
         let cache = NetlinkCache(cachePointer)
-        return cache.objects.compactMap { qdisc in
-            guard rtnl_tc_get_ifindex(qdisc) == interfaceIndex else { return nil }
-            let kind = rtnl_tc_get_kind(qdisc).map { String(cString: $0) } ?? ""
-            return QdiscInfo(
-                interfaceIndex: interfaceIndex,
-                handle: TrafficControlHandle(rawValue: rtnl_tc_get_handle(qdisc)),
-                parent: TrafficControlHandle(rawValue: rtnl_tc_get_parent(qdisc)),
-                kind: kind,
-                netem: kind == "netem" ? readNetem(qdisc) : nil,
-                statistics: TrafficStatistics(qdisc)
-            )
+        try perform(operation) { linkcond_request_qdisc($0, interfaceIndex, parent.rawValue) }
+        do {
+            try perform(operation) { nl_cache_pickup($0, cache.pointer) }
+        } catch where error.code == .notFound || error.code == .noSuchDevice {
+            return nil
         }
+        // A qdisc comes in a message of its own, and the acknowledgement libnl asked for after
+        // it. The kernel's built-in qdiscs (noqueue, noop) are never reported: the
+        // acknowledgement alone comes, and the pickup has taken it.
+        guard let qdisc = cache.objects.first else { return nil }
+        try perform(operation) { nl_wait_for_ack($0) }
+        return info(of: qdisc, interfaceIndex: interfaceIndex)
+    }
+
+    private func info(of qdisc: OpaquePointer, interfaceIndex: Int32) -> QdiscInfo {
+        let kind = rtnl_tc_get_kind(qdisc).map { String(cString: $0) } ?? ""
+        return QdiscInfo(
+            interfaceIndex: interfaceIndex,
+            handle: TrafficControlHandle(rawValue: rtnl_tc_get_handle(qdisc)),
+            parent: TrafficControlHandle(rawValue: rtnl_tc_get_parent(qdisc)),
+            kind: kind,
+            netem: kind == "netem" ? readNetem(qdisc) : nil,
+            statistics: TrafficStatistics(qdisc)
+        )
     }
 
     private func makeQdisc(

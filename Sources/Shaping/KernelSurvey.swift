@@ -6,11 +6,12 @@ public struct KernelSurvey: Sendable, Equatable {
     public var target: ShapingTarget
     public var interface: LinkInfo?
     public var ifb: LinkInfo?
-    /// Qdiscs on the interface, the kernel's defaults included.
+    /// The interface's root qdisc (the kernel's default included) and ingress qdisc, and the
+    /// qdiscs under linkcond's classes when the root is linkcond's.
     public var qdiscs: [QdiscInfo] = []
     /// Filters on the interface's ingress qdisc, if it has one.
     public var ingressFilters: [FilterInfo] = []
-    /// Qdiscs on the IFB, if it exists.
+    /// The IFB's root qdisc, and the qdiscs under linkcond's classes when the root is linkcond's.
     public var ifbQdiscs: [QdiscInfo] = []
     /// Classes of linkcond's root htb on the interface and on the IFB, when they have one.
     public var classes: [ClassInfo] = []

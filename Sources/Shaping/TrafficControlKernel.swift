@@ -46,23 +46,41 @@ public final class NetlinkKernel: TrafficControlKernel {
         let ifb = try socket.link(named: target.ifb)
         var survey = KernelSurvey(target: target, interface: interface, ifb: ifb)
         if let interface {
-            survey.qdiscs = try socket.qdiscs(interfaceIndex: interface.index)
+            for parent in [TrafficControlHandle.root, .ingressParent] {
+                if let qdisc = try socket.qdisc(interfaceIndex: interface.index, attachedAt: parent) {
+                    survey.qdiscs.append(qdisc)
+                }
+            }
             if survey.qdiscs.contains(where: { $0.parent == .ingressParent }) {
                 survey.ingressFilters = try socket.filters(interfaceIndex: interface.index, parent: ReservedHandles.ingress)
             }
             if survey.root == .ours {
                 survey.classes = try socket.classes(interfaceIndex: interface.index)
+                survey.qdiscs += try leaves(of: survey.classes, on: interface.index)
                 survey.rootFilters = try socket.filters(interfaceIndex: interface.index, parent: ReservedHandles.root)
             }
         }
         if let ifb {
-            survey.ifbQdiscs = try socket.qdiscs(interfaceIndex: ifb.index)
+            survey.ifbQdiscs = try socket.qdisc(interfaceIndex: ifb.index, attachedAt: .root).map { [$0] } ?? []
             if survey.ifbQdiscs.contains(where: { $0.handle == ReservedHandles.root && $0.kind == "htb" }) {
                 survey.ifbClasses = try socket.classes(interfaceIndex: ifb.index)
+                survey.ifbQdiscs += try leaves(of: survey.ifbClasses, on: ifb.index)
                 survey.ifbRootFilters = try socket.filters(interfaceIndex: ifb.index, parent: ReservedHandles.root)
             }
         }
         return survey
+    }
+
+    /// The qdisc under each of linkcond's leaf classes, asked for class by class (an inner
+    /// class has none): a survey reads only the objects it judges, on its own device.
+    private func leaves(of classes: [ClassInfo], on interfaceIndex: Int32) throws(NetlinkError) -> [QdiscInfo] {
+        var leaves: [QdiscInfo] = []
+        for htbClass in classes where htbClass.handle.qdisc == ReservedHandles.root {
+            if let qdisc = try socket.qdisc(interfaceIndex: interfaceIndex, attachedAt: htbClass.handle) {
+                leaves.append(qdisc)
+            }
+        }
+        return leaves
     }
 
     /// Looked up on every use: an interface may be recreated with a new index between requests.
