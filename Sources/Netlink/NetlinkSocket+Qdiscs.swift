@@ -70,8 +70,8 @@ extension NetlinkSocket {
     }
 
     /// Asks for one qdisc rather than dumping: the kernel's qdisc dump ignores the device asked
-    /// for and lists every device's, so a survey by dump grows with the whole machine (256
-    /// conditions made each survey read over 2 000 qdiscs).
+    /// for and lists every device's, so a survey by dump grows with the whole machine (each
+    /// condition's tree adds eight qdiscs to it).
     private func requestQdisc(interfaceIndex: Int32, parent: TrafficControlHandle) throws(NetlinkError) -> QdiscInfo? {
         let operation = "read the qdisc at \(parent) on ifindex \(interfaceIndex)"
         var cachePointer: OpaquePointer?
