@@ -60,19 +60,11 @@ extension NetlinkSocket {
     /// The qdisc a device has at `parent` (`.root`, `.ingressParent`, or a class), or `nil` when
     /// nothing is attached there; the kernel's default root comes back with the handle `0:`.
     ///
-    /// Asked by place rather than by handle: only then does the kernel's answer name the parent.
+    /// Asked for by place, not dumped: the kernel's qdisc dump ignores the device asked for and
+    /// lists every device's, so a survey by dump grows with the whole machine (each condition's
+    /// tree adds eight qdiscs to it). And by place rather than by handle: only then does the
+    /// kernel's answer name the parent.
     public func qdisc(interfaceIndex: Int32, attachedAt parent: TrafficControlHandle) throws(NetlinkError) -> QdiscInfo? {
-        let found = try requestQdisc(interfaceIndex: interfaceIndex, parent: parent)
-        // A device whose ingress qdisc was deleted answers with the kernel's built-in noop
-        // qdisc, which a dump never lists: no qdisc at all.
-        if parent == .ingressParent, found?.handle == .unspecified { return nil }
-        return found
-    }
-
-    /// Asks for one qdisc rather than dumping: the kernel's qdisc dump ignores the device asked
-    /// for and lists every device's, so a survey by dump grows with the whole machine (each
-    /// condition's tree adds eight qdiscs to it).
-    private func requestQdisc(interfaceIndex: Int32, parent: TrafficControlHandle) throws(NetlinkError) -> QdiscInfo? {
         let operation = "read the qdisc at \(parent) on ifindex \(interfaceIndex)"
         var cachePointer: OpaquePointer?
         try perform(operation) { _ in nl_cache_alloc_name("route/qdisc", &cachePointer) }
@@ -85,8 +77,8 @@ extension NetlinkSocket {
             return nil
         }
         // A qdisc comes in a message of its own, and the acknowledgement libnl asked for after
-        // it. The kernel's built-in qdiscs (noqueue, noop) are never reported: the
-        // acknowledgement alone comes, and the pickup has taken it.
+        // it. The kernel's built-in noop qdisc, which an ingress leaves behind when deleted, is
+        // never reported: the acknowledgement alone comes, and the pickup has taken it.
         guard let qdisc = cache.objects.first else { return nil }
         try perform(operation) { nl_wait_for_ack($0) }
         return info(of: qdisc, interfaceIndex: interfaceIndex)

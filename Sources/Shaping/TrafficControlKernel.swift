@@ -46,41 +46,43 @@ public final class NetlinkKernel: TrafficControlKernel {
         let ifb = try socket.link(named: target.ifb)
         var survey = KernelSurvey(target: target, interface: interface, ifb: ifb)
         if let interface {
-            for parent in [TrafficControlHandle.root, .ingressParent] {
-                if let qdisc = try socket.qdisc(interfaceIndex: interface.index, attachedAt: parent) {
-                    survey.qdiscs.append(qdisc)
-                }
-            }
+            survey.qdiscs = try qdiscs(attachedAt: [.root, .ingressParent], on: interface.index)
             if survey.qdiscs.contains(where: { $0.parent == .ingressParent }) {
                 survey.ingressFilters = try socket.filters(interfaceIndex: interface.index, parent: ReservedHandles.ingress)
             }
             if survey.root == .ours {
                 survey.classes = try socket.classes(interfaceIndex: interface.index)
-                survey.qdiscs += try leaves(of: survey.classes, on: interface.index)
+                survey.qdiscs += try qdiscs(attachedAt: leafPlaces(survey.classes), on: interface.index)
                 survey.rootFilters = try socket.filters(interfaceIndex: interface.index, parent: ReservedHandles.root)
             }
         }
         if let ifb {
-            survey.ifbQdiscs = try socket.qdisc(interfaceIndex: ifb.index, attachedAt: .root).map { [$0] } ?? []
+            survey.ifbQdiscs = try qdiscs(attachedAt: [.root], on: ifb.index)
             if survey.ifbQdiscs.contains(where: { $0.handle == ReservedHandles.root && $0.kind == "htb" }) {
                 survey.ifbClasses = try socket.classes(interfaceIndex: ifb.index)
-                survey.ifbQdiscs += try leaves(of: survey.ifbClasses, on: ifb.index)
+                survey.ifbQdiscs += try qdiscs(attachedAt: leafPlaces(survey.ifbClasses), on: ifb.index)
                 survey.ifbRootFilters = try socket.filters(interfaceIndex: ifb.index, parent: ReservedHandles.root)
             }
         }
         return survey
     }
 
-    /// The qdisc under each of linkcond's leaf classes, asked for class by class (an inner
-    /// class has none): a survey reads only the objects it judges, on its own device.
-    private func leaves(of classes: [ClassInfo], on interfaceIndex: Int32) throws(NetlinkError) -> [QdiscInfo] {
-        var leaves: [QdiscInfo] = []
-        for htbClass in classes where htbClass.handle.qdisc == ReservedHandles.root {
-            if let qdisc = try socket.qdisc(interfaceIndex: interfaceIndex, attachedAt: htbClass.handle) {
-                leaves.append(qdisc)
+    /// The qdiscs a device has at `parents`, asked for place by place (a place with nothing
+    /// attached, such as an inner class, is left out): a survey reads only the objects it
+    /// judges, on its own device.
+    private func qdiscs(attachedAt parents: [TrafficControlHandle], on interfaceIndex: Int32) throws(NetlinkError) -> [QdiscInfo] {
+        var found: [QdiscInfo] = []
+        for parent in parents {
+            if let qdisc = try socket.qdisc(interfaceIndex: interfaceIndex, attachedAt: parent) {
+                found.append(qdisc)
             }
         }
-        return leaves
+        return found
+    }
+
+    /// Where linkcond's leaf qdiscs hang: under the classes of its root.
+    private func leafPlaces(_ classes: [ClassInfo]) -> [TrafficControlHandle] {
+        classes.map(\.handle).filter { $0.qdisc == ReservedHandles.root }
     }
 
     /// Looked up on every use: an interface may be recreated with a new index between requests.
