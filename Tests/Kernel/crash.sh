@@ -27,10 +27,11 @@ trap cleanup EXIT
 topo_up
 daemon_start --enable-fault-injection
 
-declare -A REF
+declare -A REF REF_TEXT
 for profile in "Nasty Net" "Black Hole" "Slow Net"; do
     timeout 20 curl -s --unix-socket "$SOCK" -X PUT -d "{\"profile\": \"$profile\"}" http://linkcond/v1/condition >/dev/null
     REF[$profile]=$(tree_signature)
+    REF_TEXT[$profile]=$(tree_text)
 done
 REF[off]=none
 timeout 20 curl -s --unix-socket "$SOCK" -X DELETE http://linkcond/v1/condition >/dev/null
@@ -83,6 +84,10 @@ after_crash() {
         CONSISTENT=$((CONSISTENT + 1))
     else
         note "crash $CRASHES: $from -> $to, tree at the kill $at_kill; after restart tree $after, status $now, $ifbs IFB(s)"
+        # For the reader only (the verdict above stands): a second read tells a tree that is
+        # wrong from one read wrong, and the lines say what differs from the reference.
+        note "crash $CRASHES: read again: tree $(tree_signature); lines against $to's reference:"
+        diff <(printf '%s\n' "${REF_TEXT[$to]:-}") <(tree_text) | grep '^[<>]' | head -10 | sed 's/^/      /' || true
     fi
     wanted=$([[ $now == off ]] && echo unshaped || echo shaped)
     downlink=$(downlink_state)
