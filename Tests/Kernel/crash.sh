@@ -63,12 +63,13 @@ steps_of() {
 declare -A EXPECTED_STEPS=(["off>Slow Net"]=46 ["Slow Net>Nasty Net"]=8 ["Nasty Net>off"]=3)
 CRASHES=0
 CONSISTENT=0
+FIRST_INCONSISTENT=""
 PROBED=0
 HALF_AT_KILL=0
 # after_crash FROM TO: the daemon just died; restart it, check the tree is FROM's or TO's, and
 # that packets arriving on the interface are shaped exactly when a condition is in force.
 after_crash() {
-    local from=$1 to=$2 at_kill after now ifbs downlink wanted
+    local from=$1 to=$2 at_kill after now ifbs downlink wanted again differing
     local -a ifb_lines
     wait "$DAEMON_PID" 2>/dev/null || true
     DAEMON_PID=""
@@ -86,8 +87,16 @@ after_crash() {
         note "crash $CRASHES: $from -> $to, tree at the kill $at_kill; after restart tree $after, status $now, $ifbs IFB(s)"
         # For the reader only (the verdict above stands): a second read tells a tree that is
         # wrong from one read wrong, and the lines say what differs from the reference.
-        note "crash $CRASHES: read again: tree $(tree_signature); lines against $to's reference:"
-        diff <(printf '%s\n' "${REF_TEXT[$to]:-}") <(tree_text) | grep '^[<>]' | head -10 | sed 's/^/      /' || true
+        again=$(tree_signature)
+        differing=$(diff <(printf '%s\n' "${REF_TEXT[$now]:-}") <(tree_text) | grep '^[<>]' | head -10 || true)
+        note "crash $CRASHES: read again: tree $again; lines against $now's reference:"
+        [[ -z $differing ]] || sed 's/^/      /' <<<"$differing"
+        note "crash $CRASHES: what the restarted daemon said of the tree it found:"
+        awk '/^--- linkcondd start/ { n = 0; delete kept } /startup:/ { kept[++n] = $0 } END { for (i = 1; i <= n && i <= 12; i++) print "      " kept[i] }' "$DAEMON_LOG"
+        # The first inconsistency goes into the check's own line, which the summary of
+        # `make test` quotes.
+        [[ -n $FIRST_INCONSISTENT ]] || FIRST_INCONSISTENT="; first: crash $CRASHES, $from -> $to, status $now, tree $after (again $again), $ifbs IFB(s)$(
+            [[ -z $differing ]] || printf ', %s' "$(head -1 <<<"$differing" | cut -c 1-70)")"
     fi
     wanted=$([[ $now == off ]] && echo unshaped || echo shaped)
     downlink=$(downlink_state)
@@ -152,7 +161,8 @@ if part build || part switch || part teardown || part random; then
         current=$(current_profile)
     done
     check_equal "SIGKILL + restart: rounds" "$((KILLED_AT_EVERY_STEP + CRASH_ROUNDS)) kills" "$CRASHES kills"
-    check_range "SIGKILL + restart: consistent" "$CONSISTENT" "$CRASHES" "$CRASHES" "of $CRASHES" "all: old or new condition, filters included, no orphan IFB"
+    check_range "SIGKILL + restart: consistent" "$CONSISTENT" "$CRASHES" "$CRASHES" "of $CRASHES" "all: old or new condition, filters included, no orphan IFB" \
+        "$FIRST_INCONSISTENT"
     check_range "SIGKILL + restart: downlink packets shaped exactly when a condition is in force" "$PROBED" "$CRASHES" "$CRASHES" "of $CRASHES" "all"
     put_condition off
 fi
