@@ -269,12 +269,16 @@ tree_text() {
 # tree_signature: "none" when linkcond has nothing on the interface, else a digest of tree_text:
 # every qdisc, class and filter on the interface and its IFB.
 tree_signature() {
-    local text digest
-    text=$(tree_text)
-    if [[ -z $text ]]; then
+    text_signature "$(tree_text)"
+}
+
+# text_signature TEXT: tree_signature of a tree_text already read.
+text_signature() {
+    local digest
+    if [[ -z $1 ]]; then
         echo none
     else
-        digest=$(printf '%s' "$text" | sha1sum)
+        digest=$(printf '%s' "$1" | sha1sum)
         echo "${digest:0:12}"
     fi
 }
