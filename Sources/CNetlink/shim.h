@@ -17,6 +17,8 @@
 #include <linux/pkt_cls.h>
 #include <linux/tc_act/tc_mirred.h>
 #include <sys/socket.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <netlink/netlink.h>
 #include <netlink/errno.h>
@@ -102,6 +104,38 @@ static inline int linkcond_request_qdisc(struct nl_sock *socket, int ifindex, ui
     request.tcm_ifindex = ifindex;
     request.tcm_parent = parent;
     return nl_send_simple(socket, RTM_GETQDISC, NLM_F_ECHO, &request, sizeof(request));
+}
+
+/// `setns(2)`, declared here because <sched.h> declares it only under _GNU_SOURCE, which the
+/// Glibc module was not built with.
+extern int setns(int fd, int nstype);
+#define LINKCOND_CLONE_NEWNET 0x40000000
+
+/// Connects `socket` as a route socket inside the network namespace `namespace_fd` (an open
+/// nsfs file): a netlink socket stays in the namespace it was made in. The calling thread
+/// enters the namespace only for the `socket(2)` call and then returns to its own. Returns
+/// nl_connect's result, or -NLE_FAILURE with `*system_errno` set when the namespace could not
+/// be entered. `*stranded` becomes 1 when the thread could not return: it is then in the
+/// wrong namespace, and the caller must not let it go on.
+static inline int linkcond_connect_in_namespace(struct nl_sock *socket, int namespace_fd, int *system_errno, int *stranded) {
+    *system_errno = 0;
+    *stranded = 0;
+    int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (own < 0) {
+        *system_errno = errno;
+        return -NLE_FAILURE;
+    }
+    if (setns(namespace_fd, LINKCOND_CLONE_NEWNET) != 0) {
+        *system_errno = errno;
+        close(own);
+        return -NLE_FAILURE;
+    }
+    int connected = nl_connect(socket, NETLINK_ROUTE);
+    if (setns(own, LINKCOND_CLONE_NEWNET) != 0) {
+        *stranded = 1;
+    }
+    close(own);
+    return connected;
 }
 
 #endif

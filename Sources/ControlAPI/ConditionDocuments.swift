@@ -37,12 +37,15 @@ public struct ActivateRequest: Codable, Sendable, Equatable {
 
 /// `GET /v1/status`, `GET /v1/conditions/{id}`, and the answer to every change: one condition.
 public struct StatusResponse: Codable, Sendable, Equatable {
-    /// The condition's id in `/v1/conditions/{id}`: today the name of the interface it shapes.
+    /// The condition's id in `/v1/conditions/{id}`: the interface it shapes, preceded by its
+    /// network namespace when that is not the daemon's (`netns/NAME/eth0`, `pid/PID/eth0`).
     public var id: String
     /// Whether this is the daemon's default condition, the one `/v1/condition` and commands
     /// without `--interface` change.
     public var isDefault: Bool
     public var interface: String
+    /// `netns/NAME` or `pid/PID` when the interface is in another network namespace.
+    public var namespace: String?
     /// The IFB device that carries the downlink while shaping is on.
     public var ifb: String
     public var active: Bool
@@ -58,12 +61,13 @@ public struct StatusResponse: Codable, Sendable, Equatable {
     public var kernel: [KernelObjectDocument]?
 
     public init(
-        id: String? = nil, isDefault: Bool = true, interface: String, ifb: String, active: Bool, profile: ProfileDocument?,
-        since: String, exemptions: [String], lease: LeaseDocument? = nil
+        id: String? = nil, isDefault: Bool = true, interface: String, namespace: String? = nil, ifb: String, active: Bool,
+        profile: ProfileDocument?, since: String, exemptions: [String], lease: LeaseDocument? = nil
     ) {
         self.id = id ?? interface
         self.isDefault = isDefault
         self.interface = interface
+        self.namespace = namespace
         self.ifb = ifb
         self.active = active
         self.profile = profile

@@ -73,12 +73,16 @@ public struct LeaseRequest: Codable, Sendable, Equatable {
     public var replaceForeign: Bool?
     /// The interface whose condition the lease is on; absent: the daemon's default interface.
     public var interface: String?
+    /// Or the condition's whole id, for one in another network namespace (`netns/NAME/eth0`,
+    /// `pid/PID/eth0`); at most one of the two.
+    public var condition: String?
 
     public init(
         profile: String? = nil, definition: ProfileDefinition? = nil, for duration: String? = nil, force: Bool? = nil,
-        replaceForeign: Bool? = nil, interface: String? = nil
+        replaceForeign: Bool? = nil, interface: String? = nil, condition: String? = nil
     ) {
         self.interface = interface
+        self.condition = condition
         self.profile = profile
         self.definition = definition
         self.for = duration
@@ -105,6 +109,8 @@ public struct LeaseEvent: Codable, Sendable, Equatable {
         case takenOver = "taken-over"
         /// The daemon is stopping.
         case shutdown
+        /// The network namespace of the condition's interface is gone (its container stopped).
+        case namespaceEnded = "namespace-ended"
     }
 
     public var event: Event

@@ -18,10 +18,10 @@ public struct ControlClient: Sendable {
         self.socketPath = socketPath
     }
 
-    /// The condition in force on `interface` (the daemon's own when `nil`); `verbose` adds
+    /// The condition in force on the condition `condition` names (`eth0`, `netns/NAME/eth0`; the daemon's own when `nil`); `verbose` adds
     /// linkcond's kernel objects with their counters.
-    public func status(verbose: Bool = false, interface: String? = nil) async throws(ControlClientError) -> StatusResponse {
-        try await request(.GET, (interface.map(APIPath.condition) ?? APIPath.status) + (verbose ? "?verbose=1" : ""))
+    public func status(verbose: Bool = false, condition: String? = nil) async throws(ControlClientError) -> StatusResponse {
+        try await request(.GET, (condition.map(APIPath.condition) ?? APIPath.status) + (verbose ? "?verbose=1" : ""))
     }
 
     /// Every condition the daemon holds, its default one first.
@@ -41,15 +41,15 @@ public struct ControlClient: Sendable {
     /// own when `nil`); with `duration` (e.g. `30s`) as a lease that reverts by itself.
     public func activate(
         _ name: String? = nil, definition: ProfileDefinition? = nil, replaceForeign: Bool = false, for duration: String? = nil,
-        force: Bool = false, interface: String? = nil
+        force: Bool = false, condition: String? = nil
     ) async throws(ControlClientError) -> StatusResponse {
-        try await request(.PUT, interface.map(APIPath.condition) ?? APIPath.condition, body: ActivateRequest(
+        try await request(.PUT, condition.map(APIPath.condition) ?? APIPath.condition, body: ActivateRequest(
             profile: name, definition: definition, replaceForeign: replaceForeign ? true : nil, for: duration, force: force ? true : nil
         ))
     }
 
-    public func deactivate(force: Bool = false, interface: String? = nil) async throws(ControlClientError) -> StatusResponse {
-        try await request(.DELETE, (interface.map(APIPath.condition) ?? APIPath.condition) + (force ? "?force=1" : ""))
+    public func deactivate(force: Bool = false, condition: String? = nil) async throws(ControlClientError) -> StatusResponse {
+        try await request(.DELETE, (condition.map(APIPath.condition) ?? APIPath.condition) + (force ? "?force=1" : ""))
     }
 
     /// Switches every condition off.
@@ -58,8 +58,8 @@ public struct ControlClient: Sendable {
     }
 
     /// Ends the caller's own lease early; the baseline comes back.
-    public func releaseLease(interface: String? = nil) async throws(ControlClientError) -> StatusResponse {
-        try await request(.DELETE, interface.map(APIPath.conditionLease) ?? APIPath.lease)
+    public func releaseLease(condition: String? = nil) async throws(ControlClientError) -> StatusResponse {
+        try await request(.DELETE, condition.map(APIPath.conditionLease) ?? APIPath.lease)
     }
 
     public func reload() async throws(ControlClientError) -> ReloadResponse {

@@ -72,7 +72,10 @@ package enum APICall: Sendable, Equatable {
             try require(request, .POST)
             let lease = try decode(LeaseRequest.self, from: request.body)
             let maximum = try leaseDuration(lease.for)
-            let id = try lease.interface.map { name throws(ControlError) in try conditionID(name) }
+            if lease.interface != nil && lease.condition != nil {
+                throw .badRequest("give the interface or the condition, not both")
+            }
+            let id = try (lease.condition ?? lease.interface).map { name throws(ControlError) in try conditionID(name) }
             return .hold(id, try ProfileChoice.from(profile: lease.profile, definition: lease.definition), lease, maximum: maximum)
         case APIPath.lease:
             try require(request, .DELETE)
@@ -124,12 +127,14 @@ package enum APICall: Sendable, Equatable {
         }
     }
 
-    /// A condition id from a path or a request: the name of an interface.
+    /// A condition id from a path or a request: an interface's name, or `netns/NAME/IF`,
+    /// `pid/PID/IF` for an interface in another network namespace.
     private static func conditionID(_ name: String) throws(ControlError) -> ConditionID {
-        if let problem = InterfaceName.problem(name) {
-            throw .badRequest("no condition '\(printable(name))': \(problem)")
+        do {
+            return try ConditionID(parsing: name)
+        } catch {
+            throw .badRequest("no condition '\(printable(name))': \(error)")
         }
-        return ConditionID(interface: name)
     }
 
     private static func require(_ request: ControlRequest, _ methods: HTTPMethod...) throws(ControlError) {
@@ -211,7 +216,7 @@ extension ActivateRequest: KnownFields {
 }
 
 extension LeaseRequest: KnownFields {
-    package static var knownFields: [String] { ["profile", "definition", "for", "force", "replaceForeign", "interface"] }
+    package static var knownFields: [String] { ["profile", "definition", "for", "force", "replaceForeign", "interface", "condition"] }
 }
 
 extension FaultRequest: KnownFields {

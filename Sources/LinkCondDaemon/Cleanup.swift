@@ -1,34 +1,39 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
+import ControlAPI
 import Logging
 import Shaping
 
 /// `linkcondd --cleanup`: removes every linkcond tree a daemon may have left, without a daemon.
 /// systemd runs it after the service stops, whatever way it stopped.
 public enum Cleanup {
-    /// Interfaces worth checking: those named, and those the state files in `stateDirectory`
-    /// mention. The state files stay: a daemon restarted after a crash restores their leases.
-    public static func run(interfaces named: [String], stateDirectory: String, kernel: any TrafficControlKernel, logger: Logger) throws {
-        var interfaces = named
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: stateDirectory)) ?? []
-        for file in files where file.hasSuffix(".state.json") {
-            let interface = String(file.dropLast(".state.json".count))
-            if !interfaces.contains(interface) { interfaces.append(interface) }
+    /// Conditions worth checking: those on the interfaces named, and those the state files in
+    /// `stateDirectory` mention, in other network namespaces too while those are the ones the
+    /// conditions were made in. The state files stay: a daemon restarted after a crash restores
+    /// their leases.
+    public static func run(
+        interfaces named: [String], stateDirectory: String, kernel: any TrafficControlKernel,
+        namespaces: (any NamespaceKernels)? = nil, logger: Logger
+    ) throws {
+        var conditions = named.map { ConditionID(interface: $0) }
+        for id in StateStore.storedConditions(in: stateDirectory) where !conditions.contains(id) {
+            conditions.append(id)
         }
         let engine = ShapingEngine(kernel: kernel, logger: logger)
         var failures: [String] = []
-        for interface in interfaces {
-            let target = ShapingTarget(interface: interface)
+        for id in conditions {
+            var conditionEngine = engine
+            if let namespace = id.namespace {
+                let stored = StateStore(directory: stateDirectory, condition: id).load()?.namespaceIdentity
+                guard let namespaces, let stored, (try? namespaces.identity(at: namespace.path)) == stored else { continue }
+                conditionEngine = ShapingEngine(kernel: namespaces.kernel(at: namespace.path, identity: stored), logger: logger)
+            }
+            let target = ShapingTarget(interface: id.interface)
             do {
-                let survey = try engine.survey(target)
+                let survey = try conditionEngine.survey(target)
                 guard survey.interface != nil, survey.hasLinkcondObjects else { continue }
-                try engine.remove(target)
-                logger.notice("cleanup: removed linkcond's tree from \(interface)")
+                try conditionEngine.remove(target)
+                logger.notice("cleanup: removed linkcond's tree from \(id)")
             } catch {
-                failures.append("\(interface): \(error)")
+                failures.append("\(id): \(error)")
             }
         }
         if !failures.isEmpty {

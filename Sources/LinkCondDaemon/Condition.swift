@@ -1,4 +1,5 @@
 import ControlAPI
+import Netlink
 import NIOCore
 import Shaping
 
@@ -17,13 +18,17 @@ final class Condition {
     }
 
     let id: ConditionID
+    /// For a condition in another network namespace: which namespace, as it was when the
+    /// condition was made. Its path naming another one later means this one is gone.
+    let namespaceIdentity: NamespaceIdentity?
     let convergence: KernelConvergence
     let stateStore: StateStore?
     var policy = ConditionPolicy()
     var leaseRuntime: LeaseRuntime?
 
-    init(id: ConditionID, convergence: KernelConvergence, stateStore: StateStore?) {
+    init(id: ConditionID, namespaceIdentity: NamespaceIdentity? = nil, convergence: KernelConvergence, stateStore: StateStore?) {
         self.id = id
+        self.namespaceIdentity = namespaceIdentity
         self.convergence = convergence
         self.stateStore = stateStore
     }

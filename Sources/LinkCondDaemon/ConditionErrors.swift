@@ -1,9 +1,35 @@
-/// A condition was asked for on an interface the daemon's network namespace does not have.
+import ControlAPI
+
+/// A condition was asked for on an interface its network namespace does not have.
 public struct UnknownInterfaceError: Error, Sendable, CustomStringConvertible {
     public var interface: String
+    public var namespace: NetworkNamespaceReference?
     public var description: String {
-        "there is no interface '\(interface)' here; 'ip link' lists them"
+        guard let namespace else { return "there is no interface '\(interface)' here; 'ip link' lists them" }
+        let listing = switch namespace {
+        case .named(let name): "ip -n \(name) link"
+        case .process(let pid): "nsenter -t \(pid) -n ip link"
+        }
+        return "there is no interface '\(interface)' in \(namespace); '\(listing)' lists them"
     }
+}
+
+/// A condition was asked for in a network namespace that does not exist (or cannot be opened).
+public struct UnknownNamespaceError: Error, Sendable, CustomStringConvertible {
+    public var namespace: NetworkNamespaceReference
+    public var reason: String
+    public var description: String {
+        let hint = switch namespace {
+        case .named: "'ip netns list' lists the named ones"
+        case .process: "give the PID of a process in it, such as a container's ('docker inspect -f {{.State.Pid}} NAME')"
+        }
+        return "cannot open the network namespace \(namespace) (\(namespace.path)): \(reason); \(hint)"
+    }
+}
+
+/// This daemon was made without a way into other network namespaces (a test's).
+public struct NamespaceTargetsUnavailableError: Error, Sendable, CustomStringConvertible {
+    public var description: String { "this linkcondd cannot shape inside other network namespaces" }
 }
 
 /// The daemon already holds as many conditions as it takes.
@@ -19,5 +45,15 @@ public struct TooManyConditionsError: Error, Sendable, CustomStringConvertible {
 public struct LoopbackConditionError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         "lo cannot have a condition of its own: each packet crosses it twice (out and back in), so every value would count double"
+    }
+}
+
+/// A request names, through another namespace's name or a PID, an interface that another
+/// condition id already covers: two conditions would fight over one device.
+public struct AliasedConditionError: Error, Sendable, CustomStringConvertible {
+    public var requested: ConditionID
+    public var existing: ConditionID
+    public var description: String {
+        "\(requested) is the interface \(existing) already names (the same network namespace, reached another way); use \(existing)"
     }
 }

@@ -16,10 +16,11 @@ extension Conditioner {
     }
 
     /// One condition, the default one for `nil`; one that does not exist is shown off, as long
-    /// as its interface exists.
+    /// as its interface exists. Inside another namespace, only the namespace is looked for: a
+    /// reader, who may be anyone, does not get the daemon to read a container's devices.
     func status(_ id: ConditionID?, verbose: Bool = false) throws -> StatusResponse {
         let id = id ?? defaultID
-        return status(of: try conditions[id] ?? absentCondition(id), verbose: verbose)
+        return status(of: try conditions[id] ?? absentCondition(id, checkingInterface: id.namespace == nil), verbose: verbose && (conditions[id] != nil || id.namespace == nil))
     }
 
     /// Every condition: the default one first, then the others by id.
@@ -34,6 +35,7 @@ extension Conditioner {
             id: condition.id.description,
             isDefault: condition.id == defaultID,
             interface: condition.target.interface,
+            namespace: condition.id.namespace?.description,
             ifb: condition.target.ifb,
             active: effective != nil,
             profile: effective.map(ProfileDocument.init),
@@ -82,7 +84,7 @@ extension Conditioner {
 
     func record(_ condition: Condition, from: String?, to: String, reason: String, requester: Requester?, detail: String?) {
         let from = from ?? "off"
-        var line = "condition: \(from) -> \(to) on \(condition.target.interface) (\(reason))"
+        var line = "condition: \(from) -> \(to) on \(condition.id) (\(reason))"
         if let requester { line += " by \(requester)" }
         if let detail { line += "; \(detail)" }
         logger.notice("\(line)")

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Logging
+import Netlink
 import NIOCore
 import Profiles
 import Shaping
@@ -14,16 +15,21 @@ import Shaping
 /// killed halfway knows the goal), then `KernelConvergence` (the kernel), then the history.
 ///
 /// It holds any number of conditions, one per interface: the default one on the daemon's own
-/// interface, which always exists, and others that exist while they have a profile or a lease.
+/// interface, which always exists, and others, in the daemon's network namespace or in another
+/// (a container's), that exist while they have a profile or a lease.
 /// A `ConditionID` of `nil` means the default condition.
 public actor Conditioner {
     /// The most conditions held at once; more is refused, never queued.
     static let maximumConditions = 1024
     static let loopback = "lo"
+    /// The daemon's own network namespace, which a condition id names by the interface alone.
+    static let ownNamespacePath = "/proc/self/ns/net"
 
     public nonisolated let target: ShapingTarget
     nonisolated let defaultID: ConditionID
     private let engine: ShapingEngine
+    /// The way into other network namespaces; `nil`: conditions there are refused.
+    private let namespaces: (any NamespaceKernels)?
     let planner: Planner
     private let eventLoop: any EventLoop
     private let stateDirectory: String?
@@ -45,9 +51,11 @@ public actor Conditioner {
         eventLoop: any EventLoop,
         stateDirectory: String? = nil,
         historyFile: String? = nil,
+        namespaces: sending (any NamespaceKernels)? = nil,
         logger: Logger
     ) {
         self.target = target
+        self.namespaces = namespaces
         self.defaultID = ConditionID(interface: target.interface)
         self.engine = engine
         self.planner = planner
@@ -57,7 +65,7 @@ public actor Conditioner {
         self.stateDirectory = stateDirectory
         self.history = ConditionHistory(file: historyFile.map { URL(fileURLWithPath: $0) })
         self.logger = logger
-        conditions[defaultID] = Self.makeCondition(defaultID, engine: engine, planner: planner, stateDirectory: stateDirectory, logger: logger)
+        conditions[defaultID] = Self.makeCondition(defaultID, identity: nil, engine: engine, planner: planner, stateDirectory: stateDirectory, logger: logger)
     }
 
     // MARK: Changing
@@ -197,7 +205,7 @@ public actor Conditioner {
     public func recover() throws(ShapingError) {
         try recover(defaultCondition)
         for id in StateStore.storedConditions(in: stateDirectory) where id != defaultID && conditions.count < Self.maximumConditions {
-            let condition = makeCondition(id)
+            guard let condition = recoverableCondition(id) else { continue }
             conditions[id] = condition
             do {
                 try recover(condition)
@@ -240,6 +248,41 @@ public actor Conditioner {
         if let failure { throw failure }
     }
 
+    // MARK: Namespaces
+
+    /// Ends every condition whose network namespace is gone (its container stopped, `ip netns
+    /// delete`), or whose name or PID now means another namespace. The kernel objects went with
+    /// the namespace; the condition leaves the set, its lease's client hears why, its state file
+    /// goes, and the history says so. Returns the ids of those ended.
+    @discardableResult
+    public func endConditionsInVanishedNamespaces() -> [ConditionID] {
+        guard let namespaces else { return [] }
+        var ended: [ConditionID] = []
+        for condition in orderedConditions {
+            guard let namespace = condition.id.namespace else { continue }
+            do {
+                if try namespaces.identity(at: namespace.path) == condition.namespaceIdentity { continue }
+            } catch where error.code == .namespaceGone {
+                // Gone: ended below.
+            } catch {
+                logger.warning("cannot look at the network namespace of \(condition.id): \(error); trying again in a second")
+                continue
+            }
+            let previous = condition.policy.effective
+            let runtime = condition.leaseRuntime
+            runtime?.timer?.cancel()
+            condition.leaseRuntime = nil
+            condition.policy = ConditionPolicy()
+            condition.convergence.forget()
+            logger.notice("the network namespace of \(condition.id) (\(namespace.path)) is gone; its condition ended with it")
+            record(condition, from: previous?.profile.name, to: "off", reason: "namespace-ended", requester: nil, detail: "\(namespace.path) is gone")
+            runtime?.onEnd?(LeaseEvent(event: .ended, reason: .namespaceEnded, status: status(of: condition)))
+            dropIfIdle(condition)
+            ended.append(condition.id)
+        }
+        return ended
+    }
+
     // MARK: Conditions
 
     var defaultCondition: Condition {
@@ -266,26 +309,64 @@ public actor Conditioner {
         return condition
     }
 
-    /// A condition not (yet) held, off, on an interface that exists.
-    func absentCondition(_ id: ConditionID) throws -> Condition {
-        let condition = makeCondition(id)
-        guard try engine.survey(condition.target).interface != nil else {
-            throw UnknownInterfaceError(interface: id.interface)
+    /// A condition not (yet) held, off, on an interface that exists, in a namespace that does.
+    func absentCondition(_ id: ConditionID, checkingInterface: Bool = true) throws -> Condition {
+        var identity: NamespaceIdentity?
+        if let namespace = id.namespace {
+            guard let namespaces else { throw NamespaceTargetsUnavailableError() }
+            do {
+                identity = try namespaces.identity(at: namespace.path)
+            } catch {
+                throw UnknownNamespaceError(namespace: namespace, reason: error.reason)
+            }
+            if identity == (try? namespaces.identity(at: Self.ownNamespacePath)) {
+                throw AliasedConditionError(requested: id, existing: ConditionID(interface: id.interface))
+            }
+            if let twin = conditions.values.first(where: { $0.namespaceIdentity == identity && $0.id.interface == id.interface }) {
+                throw AliasedConditionError(requested: id, existing: twin.id)
+            }
+        }
+        let condition = makeCondition(id, identity: identity)
+        if checkingInterface, try condition.convergence.survey().interface == nil {
+            throw UnknownInterfaceError(interface: id.interface, namespace: id.namespace)
         }
         return condition
     }
 
-    private func makeCondition(_ id: ConditionID) -> Condition {
-        Self.makeCondition(id, engine: engine, planner: planner, stateDirectory: stateDirectory, logger: logger)
+    /// A condition a state file names, when it can be brought back: one in another network
+    /// namespace only while that namespace is the one it was made in. One whose namespace
+    /// ended while no daemon ran is recorded as ended, and its file goes.
+    private func recoverableCondition(_ id: ConditionID) -> Condition? {
+        guard let namespace = id.namespace else { return makeCondition(id, identity: nil) }
+        let store = stateDirectory.map { StateStore(directory: $0, condition: id) }
+        let stored = store?.load()?.namespaceIdentity
+        let now = try? namespaces?.identity(at: namespace.path)
+        guard let stored, let now, stored == now else {
+            let condition = makeCondition(id, identity: stored)
+            logger.notice("startup: the network namespace of \(id) ended while no daemon ran; its condition ended with it")
+            record(condition, from: nil, to: "off", reason: "namespace-ended", requester: nil, detail: "\(namespace.path) ended while no daemon ran")
+            store?.remove()
+            return nil
+        }
+        return makeCondition(id, identity: now)
+    }
+
+    private func makeCondition(_ id: ConditionID, identity: NamespaceIdentity?) -> Condition {
+        var engine = self.engine
+        if let namespace = id.namespace, let identity, let namespaces {
+            engine = ShapingEngine(kernel: namespaces.kernel(at: namespace.path, identity: identity), logger: logger)
+        }
+        return Self.makeCondition(id, identity: identity, engine: engine, planner: planner, stateDirectory: stateDirectory, logger: logger)
     }
 
     private static func makeCondition(
-        _ id: ConditionID, engine: ShapingEngine, planner: Planner, stateDirectory: String?, logger: Logger
+        _ id: ConditionID, identity: NamespaceIdentity?, engine: ShapingEngine, planner: Planner, stateDirectory: String?, logger: Logger
     ) -> Condition {
         Condition(
             id: id,
+            namespaceIdentity: identity,
             convergence: KernelConvergence(target: ShapingTarget(interface: id.interface), planner: planner, engine: engine, logger: logger),
-            stateStore: stateDirectory.map { StateStore(directory: $0, interface: id.interface) }
+            stateStore: stateDirectory.map { StateStore(directory: $0, condition: id) }
         )
     }
 
@@ -357,7 +438,7 @@ public actor Conditioner {
     /// The policy a restarted daemon starts from: the stored one, less a lease that ended
     /// while no daemon ran (expired, or bound to a client whose connection died with it).
     private func recoveredPolicy(from state: PersistedState?, for id: ConditionID) -> ConditionPolicy {
-        guard let state, state.interface == id.interface else { return ConditionPolicy() }
+        guard let state, state.interface == id.interface, state.namespace == id.namespace?.description else { return ConditionPolicy() }
         let baseline: CatalogEntry?
         do {
             baseline = try state.baseline?.entry()
@@ -501,6 +582,8 @@ public actor Conditioner {
         let policy = condition.policy
         let state = PersistedState(
             interface: condition.id.interface,
+            namespace: condition.id.namespace?.description,
+            namespaceIdentity: condition.namespaceIdentity,
             baseline: policy.baseline.map(PersistedState.StoredProfile.init),
             baselineSince: policy.baselineSince,
             lease: policy.lease.map {

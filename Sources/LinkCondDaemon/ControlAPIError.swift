@@ -94,6 +94,7 @@ extension ShapingError: ControlAPIError {
         switch code {
         case .foreignQdisc, .ifbNameTaken: return .conflict
         case .interfaceMissing: return .serviceUnavailable
+        case .namespaceGone: return .gone
         default: return .internalServerError
         }
     }
@@ -114,4 +115,19 @@ extension TooManyConditionsError: ControlAPIError {
 extension LoopbackConditionError: ControlAPIError {
     var httpStatus: HTTPResponseStatus { .badRequest }
     var errorCode: String { "loopback" }
+}
+
+extension UnknownNamespaceError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .notFound }
+    var errorCode: String { "unknown-namespace" }
+}
+
+extension NamespaceTargetsUnavailableError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .notImplemented }
+    var errorCode: String { "namespaces-unavailable" }
+}
+
+extension AliasedConditionError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .conflict }
+    var errorCode: String { "aliased-condition" }
 }

@@ -73,3 +73,22 @@ final class FaultInjectingKernel: TrafficControlKernel {
         try wrapped.survey(target)
     }
 }
+
+/// Other network namespaces, whose kernels fail when the same `FaultSwitch` says so.
+final class FaultInjectingNamespaces: NamespaceKernels {
+    let wrapped: any NamespaceKernels
+    let faults: FaultSwitch
+
+    init(wrapping wrapped: any NamespaceKernels, faults: FaultSwitch) {
+        self.wrapped = wrapped
+        self.faults = faults
+    }
+
+    func kernel(at path: String, identity: NamespaceIdentity) -> any TrafficControlKernel {
+        FaultInjectingKernel(wrapping: wrapped.kernel(at: path, identity: identity), faults: faults)
+    }
+
+    func identity(at path: String) throws(NetlinkError) -> NamespaceIdentity {
+        try wrapped.identity(at: path)
+    }
+}

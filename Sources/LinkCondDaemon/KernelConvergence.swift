@@ -6,7 +6,8 @@ import Shaping
 
 /// Brings one target's tc tree to a wanted profile, or to nothing, and knows what the kernel
 /// has now. Owned by one `Condition`; the `Conditioner` calls it one change at a time, through
-/// the engine all conditions share.
+/// the engine all conditions in the daemon's network namespace share (a condition in another
+/// namespace has an engine of its own, which enters that namespace).
 final class KernelConvergence {
     let target: ShapingTarget
     let planner: Planner
@@ -107,6 +108,17 @@ final class KernelConvergence {
         }
         return documents(target.interface, qdiscs: survey.qdiscs, classes: survey.classes)
             + documents(target.ifb, qdiscs: survey.ifbQdiscs, classes: survey.ifbClasses)
+    }
+
+    /// What the kernel has on the target now.
+    func survey() throws(ShapingError) -> KernelSurvey {
+        try engine.survey(target)
+    }
+
+    /// Forgets the applied tree without touching the kernel: its namespace, and every object
+    /// in it, is gone.
+    func forget() {
+        applied = nil
     }
 
     /// Removes every linkcond object from the target, whatever this daemon believes it applied.

@@ -21,6 +21,7 @@ public struct LinkCondDaemon: Service {
     public init(
         configuration: DaemonConfiguration,
         kernel: sending any TrafficControlKernel,
+        namespaces: sending (any NamespaceKernels)? = nil,
         group: any EventLoopGroup,
         notifier: SystemdNotifier = SystemdNotifier(),
         logger: Logger
@@ -71,7 +72,9 @@ public struct LinkCondDaemon: Service {
             engine: engine, target: target, planner: Planner(exemptions: configuration.exemptions),
             catalog: catalog, profileDirectories: configuration.profileDirectories,
             eventLoop: group.next(), stateDirectory: configuration.stateDirectory,
-            historyFile: configuration.historyFile, logger: logger
+            historyFile: configuration.historyFile,
+            namespaces: namespaces.map { namespaces in faults.map { FaultInjectingNamespaces(wrapping: namespaces, faults: $0) } ?? namespaces },
+            logger: logger
         )
         try await conditioner.recover()
         self.server = ControlServer(
@@ -105,6 +108,7 @@ public struct LinkCondDaemon: Service {
         var serveError: (any Error)?
         await withTaskGroup(of: Void.self) { tasks in
             tasks.addTask { await reloadOnHangup() }
+            tasks.addTask { await endConditionsInVanishedNamespaces() }
             // Stopping closes the listening socket instead of cancelling the accept loop: the
             // loop then still takes every connection already accepted, which NIO requires to
             // be closed through executeThenClose (a dropped one traps).
@@ -142,6 +146,19 @@ public struct LinkCondDaemon: Service {
         await server.leaseStreams.waitUntilClosed(timeout: .seconds(2))
         try? await channel.channel.close()
         return failure
+    }
+
+    /// A container's namespace ends without telling anyone: every second, the conditions in
+    /// other namespaces are checked for theirs (a stat of a file each, no netlink).
+    private func endConditionsInVanishedNamespaces() async {
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: .seconds(1))
+            } catch {
+                return
+            }
+            await conditioner.endConditionsInVanishedNamespaces()
+        }
     }
 
     private func reloadOnHangup() async {

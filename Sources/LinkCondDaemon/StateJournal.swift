@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Netlink
 import Profiles
 
 /// What the daemon wants in force, written before every change so that a daemon killed at any
@@ -42,6 +43,11 @@ package struct PersistedState: Codable, Equatable {
 
     var version = Self.currentVersion
     var interface: String
+    /// `netns/NAME` or `pid/PID` for a condition in another network namespace.
+    var namespace: String?
+    /// Which namespace that was: a restarted daemon brings the condition back only into the
+    /// same one, never into another that took its name.
+    var namespaceIdentity: NamespaceIdentity?
     /// The condition without any lease; `nil` is off.
     package var baseline: StoredProfile?
     var baselineSince: Date
@@ -105,24 +111,23 @@ extension PersistedState.StoredProfile {
     }
 }
 
-/// Reads and atomically replaces one condition's state file, `<interface>.state.json`.
+/// Reads and atomically replaces one condition's state file, `<id>.state.json` with the id
+/// percent-encoded (`eth0.state.json`, `netns%2Fci-1%2Feth0.state.json`).
 package struct StateStore: Sendable {
     static let suffix = ".state.json"
     let url: URL
 
-    init(directory: String, interface: String) {
-        self.url = URL(fileURLWithPath: directory).appendingPathComponent(interface + Self.suffix)
+    init(directory: String, condition id: ConditionID) {
+        self.url = URL(fileURLWithPath: directory).appendingPathComponent(APIPath.percentEncode(id.description) + Self.suffix)
     }
 
-    /// The conditions a state directory has files for, by name; a file whose name cannot be an
-    /// interface's is not linkcond's and is left alone.
+    /// The conditions a state directory has files for, by name; a file whose name cannot be a
+    /// condition's is not linkcond's and is left alone.
     static func storedConditions(in directory: String?) -> [ConditionID] {
         guard let directory, let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
         return names.sorted().compactMap { name in
-            guard name.hasSuffix(suffix) else { return nil }
-            let interface = String(name.dropLast(suffix.count))
-            guard InterfaceName.problem(interface) == nil else { return nil }
-            return ConditionID(interface: interface)
+            guard name.hasSuffix(suffix), let text = APIPath.percentDecode(name.dropLast(suffix.count)) else { return nil }
+            return try? ConditionID(parsing: text)
         }
     }
 

@@ -15,6 +15,8 @@ public struct NetlinkError: Error, Sendable, CustomStringConvertible {
         public static let invalid = Code(rawValue: "invalid")
         public static let busy = Code(rawValue: "busy")
         public static let socket = Code(rawValue: "socket")
+        /// The network namespace a condition was made in is gone (or its name now means another).
+        public static let namespaceGone = Code(rawValue: "namespace-gone")
         public static let other = Code(rawValue: "other")
     }
 

@@ -12,6 +12,8 @@ public struct ShapingError: Error, Sendable, CustomStringConvertible {
         public static let missingKernelModule = Code(rawValue: "missing-kernel-module")
         public static let notPermitted = Code(rawValue: "not-permitted")
         public static let kernelRefused = Code(rawValue: "kernel-refused")
+        /// The network namespace of the condition's interface is gone.
+        public static let namespaceGone = Code(rawValue: "namespace-gone")
     }
 
     public var code: Code
@@ -42,7 +44,15 @@ extension ShapingError {
     /// else names the object, the operation and the kernel's reason.
     init(step: TrafficStep, refusal: NetlinkError) {
         let reason = refusal.kernelMessage.map { "\(refusal.reason): \($0)" } ?? refusal.reason
-        if refusal.code == .notPermitted {
+        if refusal.code == .namespaceGone {
+            self.init(code: .namespaceGone, message: "cannot \(step): \(refusal)", failedStep: step, netlink: refusal)
+        } else if refusal.code == .notPermitted && refusal.operation.hasPrefix("enter the network namespace") {
+            self.init(
+                code: .notPermitted,
+                message: "not permitted to \(refusal.operation): linkcondd needs CAP_SYS_ADMIN to shape inside another namespace (\(reason))",
+                failedStep: step, netlink: refusal
+            )
+        } else if refusal.code == .notPermitted {
             self.init(
                 code: .notPermitted,
                 message: "not permitted to \(step): linkcondd needs root or CAP_NET_ADMIN (\(reason))",
@@ -89,7 +99,7 @@ extension ShapingError {
 
     static func surveyFailed(_ target: ShapingTarget, _ refusal: NetlinkError) -> ShapingError {
         ShapingError(
-            code: refusal.code == .notPermitted ? .notPermitted : .kernelRefused,
+            code: refusal.code == .notPermitted ? .notPermitted : refusal.code == .namespaceGone ? .namespaceGone : .kernelRefused,
             message: "cannot read the traffic control state of \(target.interface): \(refusal)",
             netlink: refusal
         )

@@ -16,6 +16,11 @@ public final class NetlinkKernel: TrafficControlKernel {
         self.socket = try NetlinkSocket()
     }
 
+    /// The kernel as `socket` sees it: the namespace the socket was made in.
+    public init(socket: NetlinkSocket) {
+        self.socket = socket
+    }
+
     public func execute(_ step: TrafficStep) throws(NetlinkError) {
         switch step {
         case .createIFB(let name):

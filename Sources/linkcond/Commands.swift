@@ -72,7 +72,7 @@ struct Activate: AsyncParsableCommand {
             do throws(ControlClientError) {
                 return try await client.activate(
                     selection.profile, definition: selection.definition, replaceForeign: replaceForeign, for: duration, force: force,
-                    interface: target.interface
+                    condition: target.condition
                 )
             } catch {
                 throw selection.explain(error)
@@ -97,7 +97,7 @@ struct Off: AsyncParsableCommand {
     @Flag(help: "Print the daemon's JSON answer.") var json = false
 
     func validate() throws {
-        if all && target.interface != nil {
+        if all && target.condition != nil {
             throw ValidationError("give --interface or --all, not both")
         }
     }
@@ -109,7 +109,7 @@ struct Off: AsyncParsableCommand {
             return json ? try printJSON(list) : print(Format.conditions(list))
         }
         let status = try await withDaemon { () async throws(ControlClientError) in
-            try await client.deactivate(force: force, interface: target.interface)
+            try await client.deactivate(force: force, condition: target.condition)
         }
         if json {
             return try printJSON(status)
@@ -133,16 +133,16 @@ struct Status: AsyncParsableCommand {
     @Flag(help: "Print the daemon's JSON answer.") var json = false
 
     func validate() throws {
-        if all && target.interface != nil {
+        if all && target.condition != nil {
             throw ValidationError("give --interface or --all, not both")
         }
     }
 
     func run() async throws {
         let client = connection.client
-        guard target.interface == nil && (all || !json) else {
+        guard target.condition == nil && (all || !json) else {
             let status = try await withDaemon { () async throws(ControlClientError) in
-                try await client.status(verbose: verbose, interface: target.interface)
+                try await client.status(verbose: verbose, condition: target.condition)
             }
             return json ? try printJSON(status) : print(Format.status(status, verbose: verbose))
         }
@@ -210,7 +210,7 @@ struct Release: AsyncParsableCommand {
 
     func run() async throws {
         let client = connection.client
-        let status = try await withDaemon { () async throws(ControlClientError) in try await client.releaseLease(interface: target.interface) }
+        let status = try await withDaemon { () async throws(ControlClientError) in try await client.releaseLease(condition: target.condition) }
         if json {
             return try printJSON(status)
         }

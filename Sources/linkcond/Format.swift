@@ -6,9 +6,9 @@ enum Format {
     static func status(_ status: StatusResponse) -> String {
         let exempt = status.exemptions.isEmpty ? "nothing" : status.exemptions.joined(separator: ", ")
         guard let profile = status.profile else {
-            return "\(status.interface): off (since \(status.since))\nexempt: \(exempt)"
+            return "\(status.id): off (since \(status.since))\nexempt: \(exempt)"
         }
-        var lines = ["\(status.interface): \(profile.name) (since \(status.since))", profile.summary]
+        var lines = ["\(status.id): \(profile.name) (since \(status.since))", profile.summary]
         if let lease = status.lease {
             var text = "lease held by \(lease.holder)"
             if let left = lease.secondsLeft { text += ", \(left)s left" }
@@ -50,6 +50,7 @@ enum Format {
         case .expired: return "the --for limit passed; the condition is back to \(now) while the command still runs"
         case .takenOver: return "\(event.by.map(\.description) ?? "another client") took over the condition (now \(now)); the command still runs"
         case .shutdown: return "linkcondd stopped and removed all shaping; the command still runs unshaped"
+        case .namespaceEnded: return "the network namespace of the condition's interface is gone, and its condition with it"
         case .released, .none: return "the lease ended; the condition is \(now)"
         }
     }

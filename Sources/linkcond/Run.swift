@@ -51,7 +51,7 @@ struct Run: AsyncParsableCommand {
         let selection = try ProfileSelection.resolve(argument: profile, options: condition, commandName: "linkcond run")
         let request = LeaseRequest(
             profile: selection.profile, definition: selection.definition, for: duration,
-            force: force ? true : nil, replaceForeign: replaceForeign ? true : nil, interface: target.interface
+            force: force ? true : nil, replaceForeign: replaceForeign ? true : nil, condition: target.condition
         )
         let arguments = self.arguments
         let told = Atomic<Bool>(false)
@@ -61,7 +61,7 @@ struct Run: AsyncParsableCommand {
                 told.store(true, ordering: .relaxed)
                 warn(Format.leaseInterruption(heard))
             }) { status in
-                warn("\(status.profile?.name ?? "the condition") on \(status.interface) while \(arguments[0]) runs")
+                warn("\(status.profile?.name ?? "the condition") on \(status.id) while \(arguments[0]) runs")
                 return try await ChildProcess.run(arguments)
             }
         } catch let error as ControlClientError {

@@ -1,7 +1,8 @@
 import ArgumentParser
 import ControlAPI
 
-/// `--interface`: which condition a command is about. Without it, the daemon's own interface.
+/// `--interface`, `--netns`, `--pid`: which condition a command is about. Without them, the
+/// daemon's own interface.
 struct TargetOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "The interface whose condition this is about; default: the one linkcondd was started for. Each interface has a condition of its own.",
@@ -9,9 +10,59 @@ struct TargetOptions: ParsableArguments {
     ))
     var interface: String?
 
+    @Option(help: ArgumentHelp(
+        "The interface is in this network namespace of 'ip netns' (/run/netns/NAME), not in linkcondd's; needs --interface.",
+        valueName: "name"
+    ))
+    var netns: String?
+
+    @Option(help: ArgumentHelp(
+        "The interface is in the network namespace of this process, such as a container's ('docker inspect -f {{.State.Pid}} NAME'); needs --interface.",
+        valueName: "pid"
+    ))
+    var pid: String?
+
     func validate() throws {
-        if let interface, let problem = InterfaceName.problem(interface) {
+        _ = try conditionID()
+    }
+
+    /// The condition's id, as the daemon's paths take it; `nil` for the default condition.
+    var condition: String? {
+        (try? conditionID())?.description
+    }
+
+    private func conditionID() throws -> ConditionID? {
+        if netns != nil && pid != nil {
+            throw ValidationError("give --netns or --pid, not both")
+        }
+        var namespace: NetworkNamespaceReference?
+        if let netns {
+            if let problem = NetworkNamespaceReference.problem(name: netns) {
+                throw ValidationError("--netns \(netns): \(problem)")
+            }
+            namespace = .named(netns)
+        } else if let pid {
+            switch NetworkNamespaceReference.pid(parsing: Substring(pid)) {
+            case .success(let number): namespace = .process(number)
+            case .failure(let error): throw ValidationError("--pid \(error)")
+            }
+        }
+        guard let interface else {
+            if let namespace {
+                throw ValidationError("--\(namespace.isNamed ? "netns" : "pid") needs --interface: the interface inside that namespace (eth0 in a Docker container)")
+            }
+            return nil
+        }
+        if let problem = InterfaceName.problem(interface) {
             throw ValidationError("--interface \(interface): \(problem)")
         }
+        return ConditionID(interface: interface, namespace: namespace)
+    }
+}
+
+extension NetworkNamespaceReference {
+    fileprivate var isNamed: Bool {
+        if case .named = self { return true }
+        return false
     }
 }

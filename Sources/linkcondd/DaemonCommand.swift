@@ -124,7 +124,7 @@ struct DaemonCommand: ParsableCommand {
             faultInjection: enableFaultInjection
         )
         return try await LinkCondDaemon(
-            configuration: configuration, kernel: try openKernel(),
+            configuration: configuration, kernel: try openKernel(), namespaces: NetlinkNamespaces(),
             group: MultiThreadedEventLoopGroup.singleton, logger: logger
         )
     }
@@ -134,7 +134,7 @@ struct DaemonCommand: ParsableCommand {
             throw DaemonError(code: .notPermitted, message: "linkcondd --cleanup needs root or CAP_NET_ADMIN")
         }
         let interfaces = [interface ?? DefaultRoute.interface()].compactMap { $0 }
-        try Cleanup.run(interfaces: interfaces, stateDirectory: absolutePath(stateDir), kernel: try openKernel(), logger: logger)
+        try Cleanup.run(interfaces: interfaces, stateDirectory: absolutePath(stateDir), kernel: try openKernel(), namespaces: NetlinkNamespaces(), logger: logger)
     }
 
     private func openKernel() throws -> NetlinkKernel {

@@ -4,7 +4,9 @@
 # links to the server: its own veth pair (the daemon's default interface) and a second one
 # (--interface). Each link gets a condition of its own, measured with real packets; switching,
 # removing, a SIGKILL and a restart of the daemon, and `run --interface` on one leave the other
-# exactly as it was. Checks go to this lane's results file, which the suite merges.
+# exactly as it was. Then a condition inside a container's network namespace (a process in a
+# namespace of its own, reached by its PID) and inside a named one (`ip netns`), each ended by
+# the end of its namespace. Checks go to this lane's results file, which the suite merges.
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -23,8 +25,11 @@ T6=fd78:${LANE:-0}::2
 rm -rf "$WORK"
 mkdir -p "$WORK"
 : >"$RESULTS"
+CONTAINER_PID=""
 cleanup() {
     set +e
+    [[ -z $CONTAINER_PID ]] || kill -KILL "$CONTAINER_PID" 2>/dev/null
+    ip netns del "lc-named$LANE" 2>/dev/null
     daemon_stop TERM
     server_stop
     topo_down
@@ -175,3 +180,127 @@ ifbs=$(cli ip -o link show type ifb | grep -c 'lc-' || true)
 check_equal "SIGTERM with two conditions: nothing left on either, no IFB of ours" "none none 0" "$(tree_c) $(tree_e) $ifbs"
 left=$(ls "$WORK/state" 2>/dev/null | tr '\n' ' ')
 check_equal "SIGTERM: no state file left" "none" "${left:-none}"
+
+# ------------------------------------------------------------------ 26
+log "26. lane $LANE: a condition inside a container's network namespace, by its PID, and inside a named one"
+# The container: a process in a network namespace of its own, as Docker makes one, linked to
+# the server namespace by a veth pair. Nothing holds the namespace but the process.
+IF_K=veth-k$LANE
+K4=10.79.${LANE:-0}.1
+U4=10.79.${LANE:-0}.2
+K6=fd79:${LANE:-0}::1
+U6=fd79:${LANE:-0}::2
+unshare --net sleep 600 </dev/null >/dev/null 2>&1 &
+CONTAINER_PID=$!
+container() { nsenter -t "$CONTAINER_PID" -n "$@"; }
+for _ in $(seq 50); do
+    [[ $(readlink "/proc/$CONTAINER_PID/ns/net" 2>/dev/null) != "$(readlink /proc/self/ns/net)" ]] && break
+    snooze 0.1
+done
+ip link add "veth-u$LANE" netns "$NS_S" type veth peer name "$IF_K" netns "$CONTAINER_PID"
+container ip link set lo up
+container ip addr add "$K4/24" dev "$IF_K"
+container ip addr add "$K6/64" dev "$IF_K" nodad
+ip -n "$NS_S" addr add "$U4/24" dev "veth-u$LANE"
+ip -n "$NS_S" addr add "$U6/64" dev "veth-u$LANE" nodad
+container ethtool -K "$IF_K" tso off gso off gro off >/dev/null
+srv ethtool -K "veth-u$LANE" tso off gso off gro off >/dev/null
+container ip link set "$IF_K" up
+ip -n "$NS_S" link set "veth-u$LANE" up
+measure_container() {
+    container timeout 120 python3 "$PROBE" rtt --target "udp:$U4:7" --target "udp:[$U6]:7" --rounds 10 --interval 0.05 --timeout 1 \
+        >"$WORK/rtt.json" 2>/dev/null || true
+    RTT4=$(rtt_field "$WORK/rtt.json" "udp:$U4:7" median_ms)
+    RTT6=$(rtt_field "$WORK/rtt.json" "udp:[$U6]:7" median_ms)
+    GOT=$(( $(rtt_field "$WORK/rtt.json" "udp:$U4:7" received | sed 's/null/0/') + $(rtt_field "$WORK/rtt.json" "udp:[$U6]:7" received | sed 's/null/0/') ))
+}
+# The root and the ingress qdisc of an interface, as "kind handle" pairs.
+root_and_ingress() { awk '$4 == "root" || $2 == "ingress" { printf "%s %s ", $2, $3 }'; }
+ID_K="pid/$CONTAINER_PID/$IF_K"
+for _ in $(seq 100); do container ip link show "$IF_K" | grep -q 'state UP' && break; snooze 0.1; done
+
+daemon_start --enable-fault-injection
+lc activate "LC Test A" >/dev/null
+SIG_C=$(tree_c)
+measure_container
+BASE_K=$RTT4
+record "container link: baseline round trip" "< 50 ms, 20/20 replies" "$BASE_K ms, $GOT/20" "< 50 ms" \
+    "$(fcond "$BASE_K" 'a < 50' && [[ $GOT == 20 ]] && echo PASS || echo FAIL)"
+lc_capture activate --pid "$CONTAINER_PID" --interface "$IF_K" "LC Test B"
+check_rc "activate --pid --interface $IF_K" "$LC_RC" 0 "succeeds"
+measure_container
+check_added "inside the container, under B" "$BASE_K" 25
+check_equal "the container's condition in status, by its id" "$IF_C=LC Test A $ID_K=LC Test B" "$(conditions_now)"
+check_equal "linkcondd's own interface meanwhile: its tree" "$SIG_C" "$(tree_c)"
+check_equal "the tree and the IFB are inside the container, nothing of them in linkcondd's namespace" \
+    "htb 7a00: ingress ffff: / IFB lc-$IF_K inside / none here" \
+    "$(container tc qdisc show dev "$IF_K" | root_and_ingress)/ $(container ip -o link show "lc-$IF_K" >/dev/null 2>&1 && echo "IFB lc-$IF_K inside" || echo "no IFB inside") / $(cli ip -o link show "lc-$IF_K" >/dev/null 2>&1 && echo "lc-$IF_K here" || echo "none here")"
+lc_capture activate --pid "$DAEMON_PID" --interface "$IF_C" "LC Test B"
+check_rc "activate --pid of linkcondd itself: its own interface under another name" "$LC_RC" nonzero "refused"
+check_contains "activate --pid of linkcondd itself: names the id to use" "$LC_ERR" "use $IF_C"
+
+# A SIGKILL and a restart: the condition is re-adopted inside the container.
+tree_k() { (TREE_PID=$CONTAINER_PID IF_C=$IF_K IFB=lc-$IF_K tree_signature); }
+TREE_K=$(tree_k)
+daemon_stop KILL
+daemon_start --enable-fault-injection
+check_equal "after a restart: the container's condition back" "$IF_C=LC Test A $ID_K=LC Test B" "$(conditions_now)"
+check_equal "after a restart: the container's tree" "$TREE_K" "$(tree_k)"
+
+# The daemon SIGKILLs itself before chosen steps of a build inside the container (before the
+# IFB, just after it, among the classes, the filters, the ingress redirects), and is
+# restarted: the container's condition is the old one (off) or the new one, whole.
+container_condition() { list_json | jq -r --arg id "$ID_K" '[.conditions[]? | select(.id == $id) | .profile.name][0] // "off"'; }
+steps_k=$(lc off --pid "$CONTAINER_PID" --interface "$IF_K" >/dev/null; before=$(executed_steps)
+    lc activate --pid "$CONTAINER_PID" --interface "$IF_K" "LC Test B" >/dev/null; echo $(( $(executed_steps) - before )))
+killed=0 consistent=0 first_bad=""
+for k in 0 1 2 10 20 30 40 $((steps_k - 1)); do
+    lc off --pid "$CONTAINER_PID" --interface "$IF_K" >/dev/null
+    timeout 30 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $k, \"fault\": \"kill\"}" http://linkcond/v1/debug/fault >/dev/null
+    timeout 30 curl -s --unix-socket "$SOCK" -X PUT -d '{"profile": "LC Test B"}' "http://linkcond/v1/conditions/$ID_K" >/dev/null 2>&1 || true
+    kill -0 "$DAEMON_PID" 2>/dev/null && continue
+    wait "$DAEMON_PID" 2>/dev/null || true
+    DAEMON_PID=""
+    killed=$((killed + 1))
+    daemon_start --enable-fault-injection
+    now=$(container_condition)
+    tree=$(tree_k)
+    if [[ ($now == off && $tree == none) || ($now == "LC Test B" && $tree == "$TREE_K") ]]; then
+        consistent=$((consistent + 1))
+    else
+        first_bad=${first_bad:-"; first: step $k, status $now, tree $tree"}
+    fi
+done
+check_range "SIGKILL before 8 steps of a build inside the container ($steps_k steps): killed" "$killed" 8 8 "of 8" "each time"
+check_range "SIGKILL inside the container + restart: consistent" "$consistent" "$killed" "$killed" "of $killed" \
+    "all: off with nothing left, or LC Test B whole" "$first_bad"
+lc activate --pid "$CONTAINER_PID" --interface "$IF_K" "LC Test B" >/dev/null
+
+# The container stops: its namespace ends, and with it the condition.
+kill -KILL "$CONTAINER_PID"
+wait "$CONTAINER_PID" 2>/dev/null || true
+CONTAINER_PID=""
+t0=$SECONDS
+until [[ $(conditions_now) == "$IF_C=LC Test A" ]] || ((SECONDS - t0 > 10)); do snooze 0.2; done
+check_range "the container stops: its condition leaves the list within" "$((SECONDS - t0))" 0 10 s "seconds (the daemon looks every second)"
+lc_capture history -n 5
+check_contains "history says the namespace ended" "$LC_OUT" "namespace-ended"
+check_equal "linkcondd's own interface meanwhile: its tree" "$SIG_C" "$(tree_c)"
+
+# A named namespace (ip netns): shaped from inside; deleting it ends the condition too.
+NAMED=lc-named$LANE
+ip netns add "$NAMED"
+ip link add "veth-n$LANE" netns "$NAMED" type veth peer name "veth-m$LANE" netns "$NS_S"
+ip -n "$NAMED" link set "veth-n$LANE" up
+lc_capture activate --netns "$NAMED" --interface "veth-n$LANE" "Slow Net"
+check_rc "activate --netns $NAMED" "$LC_RC" 0 "succeeds"
+check_equal "inside the named namespace: linkcond's root and ingress" "htb 7a00: ingress ffff: " \
+    "$(tc -n "$NAMED" qdisc show dev "veth-n$LANE" | root_and_ingress)"
+lc_capture activate --netns nosuch --interface eth0 "Slow Net"
+check_contains "a namespace that does not exist: says so" "$LC_ERR" "ip netns list"
+ip netns del "$NAMED"
+t0=$SECONDS
+until [[ $(conditions_now) == "$IF_C=LC Test A" ]] || ((SECONDS - t0 > 10)); do snooze 0.2; done
+check_range "ip netns del: its condition leaves the list within" "$((SECONDS - t0))" 0 10 s "seconds (the daemon looks every second)"
+daemon_stop TERM
+check_equal "SIGTERM after both namespaces ended: no state file left" "none" "$(ls "$WORK/state" 2>/dev/null | tr '\n' ' ' | sed 's/ $//' | grep . || echo none)"

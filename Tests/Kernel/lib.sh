@@ -231,6 +231,12 @@ run_capture() {
     OUT=$(timeout "$t" "$@" 2>&1) || RC=$?
 }
 
+# tc_of_tree ARGS...: tc in the namespace of the tree read: the client namespace, or with
+# TREE_PID set, the namespace of that process (a container's, which has no name).
+tc_of_tree() {
+    if [[ -n ${TREE_PID:-} ]]; then nsenter -t "$TREE_PID" -n tc "$@"; else tc -n "$NS_C" "$@"; fi
+}
+
 # tree_text: every qdisc, class and filter linkcond could have on the interface and its IFB, as
 # tc reads them back (no statistics), one line per object, sorted. Filter handles, u32 hash-table
 # numbering and action indexes are what the kernel numbers by creation order, so they are left
@@ -241,10 +247,10 @@ tree_text() {
     # One tc per device (a process start costs much under emulation), one awk for both.
     {
         # shellcheck disable=SC2059
-        printf "$batch" "$IF_C" "$IF_C" "$IF_C" "$IF_C" | tc -n "$NS_C" -force -batch - 2>/dev/null
+        printf "$batch" "$IF_C" "$IF_C" "$IF_C" "$IF_C" | tc_of_tree -force -batch - 2>/dev/null
         echo "@@ifb"
         # shellcheck disable=SC2059
-        printf "$batch" "$IFB" "$IFB" "$IFB" "$IFB" | tc -n "$NS_C" -force -batch - 2>/dev/null
+        printf "$batch" "$IFB" "$IFB" "$IFB" "$IFB" | tc_of_tree -force -batch - 2>/dev/null
     } | awk -v dev="$IF_C: " '
         BEGIN { prefix = dev }
         /^@@ifb$/ { flush(); prefix = "ifb: "; next }

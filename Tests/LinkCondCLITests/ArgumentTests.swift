@@ -32,6 +32,25 @@ struct ArgumentTests {
         #expect(ConnectionOptions.resolve(socket: nil, environment: ["LINKCOND_SOCKET": ""]) == "/run/linkcond/control.sock")
     }
 
+    @Test("--netns and --pid name a condition inside that namespace", arguments: [
+        (["activate", "Slow Net", "--interface", "eth0", "--pid", "4242"], "pid/4242/eth0"),
+        (["off", "--netns", "ci-1", "--interface", "veth1"], "netns/ci-1/veth1"),
+        (["status", "--interface", "eth1"], "eth1"),
+    ])
+    func namespaceTargets(arguments: [String], condition: String) throws {
+        let command = try LinkCond.parseAsRoot(arguments)
+        let target = (command as? Activate)?.target ?? (command as? Off)?.target ?? (command as? Status)?.target
+        #expect(target?.condition == condition)
+    }
+
+    @Test("A namespace without an interface, or two namespaces, is refused before anything is sent", arguments: [
+        ["activate", "Slow Net", "--pid", "4242"], ["activate", "Slow Net", "--pid", "0", "--interface", "eth0"],
+        ["off", "--netns", "a", "--pid", "1", "--interface", "eth0"], ["off", "--netns", "a/b", "--interface", "eth0"],
+    ])
+    func namespaceRefusals(arguments: [String]) {
+        #expect(throws: (any Error).self) { try LinkCond.parseAsRoot(arguments) }
+    }
+
     @Test("activate --replace-foreign parses")
     func replaceForeign() throws {
         let command = try #require(try LinkCond.parseAsRoot(["activate", "black-hole", "--replace-foreign"]) as? Activate)

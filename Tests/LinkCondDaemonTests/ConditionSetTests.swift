@@ -193,6 +193,8 @@ struct ConditionSetTests {
         (.GET, "/v1/conditions/eth1", .status(ConditionID(interface: "eth1"), verbose: false)),
         (.DELETE, "/v1/conditions/eth1/", .deactivate(ConditionID(interface: "eth1"), force: false)),
         (.DELETE, "/v1/conditions/veth%2D1/lease", .releaseLease(ConditionID(interface: "veth-1"))),
+        (.GET, "/v1/conditions/netns/ci-1/eth0", .status(ConditionID(interface: "eth0", namespace: .named("ci-1")), verbose: false)),
+        (.DELETE, "/v1/conditions/pid%2F4242%2Feth0/lease", .releaseLease(ConditionID(interface: "eth0", namespace: .process(4242)))),
         (.GET, "/v1/status", .status(nil, verbose: false)),
         (.DELETE, "/v1/lease", .releaseLease(nil)),
     ])
@@ -204,6 +206,8 @@ struct ConditionSetTests {
     @Test("A condition id that cannot be an interface's name is a 400", arguments: [
         "/v1/conditions/a%2Fb", "/v1/conditions//lease", "/v1/conditions/waytoolonginterfacename", "/v1/conditions/..",
         "/v1/conditions/eth0%20x", "/v1/conditions/%ZZ", "/v1/conditions/eth0:1",
+        "/v1/conditions/pid/0/eth0", "/v1/conditions/pid/12a/eth0", "/v1/conditions/pid/4194305/eth0", "/v1/conditions/netns/../eth0",
+        "/v1/conditions/netns//eth0", "/v1/conditions/ns/x/eth0", "/v1/conditions/netns/ci-1/eth0/x",
     ])
     func badIDs(uri: String) {
         let request = ControlRequest(method: .GET, uri: uri, body: [], requester: TestDaemon.root)
@@ -219,6 +223,14 @@ struct ConditionSetTests {
         let bad = Array(#"{"profile": "Slow Net", "interface": "a/b"}"#.utf8)
         #expect(throws: ControlError.self) {
             try APICall.parse(ControlRequest(method: .POST, uri: "/v1/leases", body: bad, requester: TestDaemon.root))
+        }
+        let inNamespace = Array(#"{"profile": "Slow Net", "condition": "netns/ci-1/eth0"}"#.utf8)
+        let held = try APICall.parse(ControlRequest(method: .POST, uri: "/v1/leases", body: inNamespace, requester: TestDaemon.root))
+        guard case .hold(let namespaced, _, _, _) = held else { Issue.record("not a hold: \(held)"); return }
+        #expect(namespaced == ConditionID(interface: "eth0", namespace: .named("ci-1")))
+        let both = Array(#"{"profile": "Slow Net", "interface": "eth0", "condition": "netns/ci-1/eth0"}"#.utf8)
+        #expect(throws: ControlError.self) {
+            try APICall.parse(ControlRequest(method: .POST, uri: "/v1/leases", body: both, requester: TestDaemon.root))
         }
     }
 }

@@ -240,7 +240,7 @@ struct RecoveryTests {
         _ = try await first.activate("Slow Net", by: TestDaemon.root)
         _ = try await first.activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 100))
         // The daemon dies before the lease ends; the new one starts after it would have.
-        let store = StateStore(directory: directory.path, interface: "eth0")
+        let store = StateStore(directory: directory.path, condition: ConditionID(interface: "eth0"))
         let state = try #require(store.load())
         try await Task.sleep(for: .milliseconds(400))
         try store.save(state)
@@ -271,7 +271,7 @@ struct RecoveryTests {
         let conditioner = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
         _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
         try await conditioner.shutdown()
-        #expect(StateStore(directory: directory.path, interface: "eth0").load() == nil)
+        #expect(StateStore(directory: directory.path, condition: ConditionID(interface: "eth0")).load() == nil)
     }
 
     @Test("A daemon killed at any step of a build, switch or teardown is followed by a consistent one",
@@ -294,7 +294,7 @@ struct RecoveryTests {
                 try? FileManager.default.removeItem(at: snapshot)
             }
             let kernel = FakeKernel(interfaces: ["eth0"])
-            let crashing = CrashingKernel(wrapping: kernel, stateFile: StateStore(directory: runtime.path, interface: "eth0").url, snapshot: snapshot)
+            let crashing = CrashingKernel(wrapping: kernel, stateFile: StateStore(directory: runtime.path, condition: ConditionID(interface: "eth0")).url, snapshot: snapshot)
             let dying = Conditioner(
                 engine: ShapingEngine(kernel: crashing, logger: .quiet), target: ShapingTarget(interface: "eth0"), planner: Planner(),
                 catalog: ProfileCatalog(entries: TestDaemon.profiles), eventLoop: MultiThreadedEventLoopGroup.singleton.next(),

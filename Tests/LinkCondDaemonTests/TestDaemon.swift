@@ -41,7 +41,7 @@ enum TestDaemon {
     static func conditioner(
         kernel: FakeKernel, stateDirectory: String? = nil, historyFile: String? = nil,
         catalog: ProfileCatalog = ProfileCatalog(entries: profiles, problems: [problem]), profileDirectories: [String] = [],
-        eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next(), namespaces: FakeNamespaces? = nil
     ) -> Conditioner {
         Conditioner(
             engine: ShapingEngine(kernel: kernel, logger: .quiet),
@@ -52,6 +52,7 @@ enum TestDaemon {
             eventLoop: eventLoop,
             stateDirectory: stateDirectory,
             historyFile: historyFile,
+            namespaces: namespaces,
             logger: .quiet
         )
     }

@@ -1,0 +1,60 @@
+import Glibc
+
+/// Which namespace a namespace file is: the nsfs inode, the same for every path to it.
+public struct NamespaceIdentity: Hashable, Sendable, Codable, CustomStringConvertible {
+    public var device: UInt64
+    public var inode: UInt64
+
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+
+    /// `net:[4026532281]`, as `/proc/PID/ns/net` reads.
+    public var description: String { "net:[\(inode)]" }
+}
+
+/// An open network namespace file (`/run/netns/NAME`, `/proc/PID/ns/net`), held only while a
+/// socket is made in it: an open one keeps its namespace alive, which a container's must not be
+/// by linkcond.
+public final class NetworkNamespaceFile {
+    public let path: String
+    public let identity: NamespaceIdentity
+    let descriptor: Int32
+
+    /// Opens `path`; with `expected`, only if it is still that namespace (a name that now
+    /// means another namespace, or a PID reused, is the old one gone).
+    public init(path: String, expected: NamespaceIdentity? = nil) throws(NetlinkError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let error = errno
+            let gone = error == ENOENT || error == ESRCH
+            throw NetlinkError(
+                code: gone ? .namespaceGone : (error == EACCES || error == EPERM ? .notPermitted : .other),
+                operation: "open the network namespace \(path)", errno: error,
+                reason: gone ? "no such namespace" : String(cString: strerror(error))
+            )
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let error = errno
+            close(descriptor)
+            throw NetlinkError(code: .other, operation: "read the network namespace \(path)", errno: error, reason: String(cString: strerror(error)))
+        }
+        let identity = NamespaceIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        if let expected, expected != identity {
+            close(descriptor)
+            throw NetlinkError(
+                code: .namespaceGone, operation: "open the network namespace \(path)",
+                reason: "the namespace this condition was made in (\(expected)) is gone; \(path) is now \(identity)"
+            )
+        }
+        self.path = path
+        self.identity = identity
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        close(descriptor)
+    }
+}

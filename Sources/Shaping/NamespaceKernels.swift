@@ -1,0 +1,50 @@
+import Netlink
+
+/// Reaches network namespaces other than the daemon's own: a condition on a container's
+/// interface is shaped from inside the container's namespace.
+public protocol NamespaceKernels: AnyObject {
+    /// The kernel of the namespace at `path`, which must still be `identity` at every call;
+    /// otherwise the call fails with `NetlinkError.Code.namespaceGone`.
+    func kernel(at path: String, identity: NamespaceIdentity) -> any TrafficControlKernel
+    /// Which namespace `path` is now.
+    func identity(at path: String) throws(NetlinkError) -> NamespaceIdentity
+}
+
+/// The real namespaces, through a socket made inside each for every call.
+public final class NetlinkNamespaces: NamespaceKernels {
+    public init() {}
+
+    public func kernel(at path: String, identity: NamespaceIdentity) -> any TrafficControlKernel {
+        NamespacedKernel(path: path, identity: identity)
+    }
+
+    public func identity(at path: String) throws(NetlinkError) -> NamespaceIdentity {
+        try NetworkNamespaceFile(path: path).identity
+    }
+}
+
+/// The kernel of another network namespace, entered anew for every call: a socket held open
+/// would keep the namespace alive after its container ended, and a namespace whose name now
+/// means another one is never touched.
+public final class NamespacedKernel: TrafficControlKernel {
+    public let path: String
+    public let identity: NamespaceIdentity
+
+    public init(path: String, identity: NamespaceIdentity) {
+        self.path = path
+        self.identity = identity
+    }
+
+    public func execute(_ step: TrafficStep) throws(NetlinkError) {
+        try entered().execute(step)
+    }
+
+    public func survey(_ target: ShapingTarget) throws(NetlinkError) -> KernelSurvey {
+        try entered().survey(target)
+    }
+
+    private func entered() throws(NetlinkError) -> NetlinkKernel {
+        let file = try NetworkNamespaceFile(path: path, expected: identity)
+        return NetlinkKernel(socket: try NetlinkSocket(in: file))
+    }
+}

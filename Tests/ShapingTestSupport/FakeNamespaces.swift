@@ -1,0 +1,71 @@
+import Netlink
+import Shaping
+
+/// Network namespaces in memory, each with a `FakeKernel` of its own: what a container's
+/// namespace is to the daemon, without root.
+public final class FakeNamespaces: NamespaceKernels, @unchecked Sendable {
+    public private(set) var namespaces: [String: (identity: NamespaceIdentity, kernel: FakeKernel)] = [:]
+    private var nextInode: UInt64 = 4_026_532_000
+
+    public init() {}
+
+    /// Makes (or remakes, as a new namespace) the one at `path`, with these interfaces.
+    @discardableResult
+    public func make(at path: String, interfaces: [String] = ["eth0"]) -> FakeKernel {
+        nextInode += 1
+        let kernel = FakeKernel(interfaces: interfaces)
+        namespaces[path] = (NamespaceIdentity(device: 4, inode: nextInode), kernel)
+        return kernel
+    }
+
+    /// Another path to the namespace at `path` (a process in it); with `making`, the namespace
+    /// is made first at `path`.
+    public func alias(_ other: String, to path: String, making: Bool = false) {
+        if making { make(at: path) }
+        namespaces[other] = namespaces[path]
+    }
+
+    /// The namespace ends: its path no longer opens.
+    public func remove(at path: String) {
+        namespaces[path] = nil
+    }
+
+    public func kernel(at path: String, identity: NamespaceIdentity) -> any TrafficControlKernel {
+        CheckedKernel(namespaces: self, path: path, identity: identity)
+    }
+
+    public func identity(at path: String) throws(NetlinkError) -> NamespaceIdentity {
+        guard let namespace = namespaces[path] else {
+            throw NetlinkError(code: .namespaceGone, operation: "open the network namespace \(path)", errno: 2, reason: "no such namespace")
+        }
+        return namespace.identity
+    }
+
+    /// Like `NamespacedKernel`: each call checks that the path is still the same namespace.
+    private final class CheckedKernel: TrafficControlKernel {
+        let namespaces: FakeNamespaces
+        let path: String
+        let identity: NamespaceIdentity
+
+        init(namespaces: FakeNamespaces, path: String, identity: NamespaceIdentity) {
+            self.namespaces = namespaces
+            self.path = path
+            self.identity = identity
+        }
+
+        private func entered() throws(NetlinkError) -> FakeKernel {
+            guard let namespace = namespaces.namespaces[path], namespace.identity == identity else {
+                throw NetlinkError(code: .namespaceGone, operation: "open the network namespace \(path)", reason: "the namespace is gone")
+            }
+            return namespace.kernel
+        }
+
+        func execute(_ step: TrafficStep) throws(NetlinkError) {
+            try entered().execute(step)
+        }
+
+        func survey(_ target: ShapingTarget) throws(NetlinkError) -> KernelSurvey {
+            try entered().survey(target)
+        }
+    }
+}
