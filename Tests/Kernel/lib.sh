@@ -244,13 +244,14 @@ tc_of_tree() {
 # Text, not `tc -j`: iproute2 6.1 prints invalid JSON for htb classes.
 tree_text() {
     local batch='qdisc show dev %s\nclass show dev %s\nfilter show dev %s parent 7a00:\nfilter show dev %s parent ffff:\n'
-    # One tc per device (a process start costs much under emulation), one awk for both.
+    # One tc per device (a process start costs much under emulation), one awk for both. tc says
+    # "failed" for a device or parent that is not there (no IFB when off): that is an answer.
     {
         # shellcheck disable=SC2059
-        printf "$batch" "$IF_C" "$IF_C" "$IF_C" "$IF_C" | tc_of_tree -force -batch - 2>/dev/null
+        printf "$batch" "$IF_C" "$IF_C" "$IF_C" "$IF_C" | tc_of_tree -force -batch - 2>/dev/null || true
         echo "@@ifb"
         # shellcheck disable=SC2059
-        printf "$batch" "$IFB" "$IFB" "$IFB" "$IFB" | tc_of_tree -force -batch - 2>/dev/null
+        printf "$batch" "$IFB" "$IFB" "$IFB" "$IFB" | tc_of_tree -force -batch - 2>/dev/null || true
     } | awk -v dev="$IF_C: " '
         BEGIN { prefix = dev }
         /^@@ifb$/ { flush(); prefix = "ifb: "; next }

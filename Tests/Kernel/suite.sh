@@ -377,8 +377,12 @@ check_bool "Black Hole ARP after neigh flush" "TCP/22 over IPv4 connects" "echo 
 log "11, 12. SIGKILL at every step and at random, and a failure at every step: in three lanes alongside"
 CRASH_LANES=(1 2 4)
 declare -A CRASH_PARTS=([1]="build" [2]="switch teardown random" [4]="faults") LANE_PIDS=()
+# Each lane reads its own copy of the profiles: section 14 edits Slow Net's file meanwhile, and a
+# lane's daemon restarting in that window would build the edited values.
 for lane in "${CRASH_LANES[@]}"; do
-    LC_LANE=$lane LINKCOND_BIN=$BIN LINKCOND_PROFILES=$PROFILES LC_CRASH_ROUNDS=$CRASH_ROUNDS \
+    mkdir -p "$WORK/lane$lane-profiles"
+    cp "$PROFILES"/*.yaml "$WORK/lane$lane-profiles/"
+    LC_LANE=$lane LINKCOND_BIN=$BIN LINKCOND_PROFILES=$WORK/lane$lane-profiles LC_CRASH_ROUNDS=$CRASH_ROUNDS \
         nice -n 19 "$KDIR/crash.sh" ${CRASH_PARTS[$lane]} >"$WORK/lane$lane.log" 2>&1 &
     LANE_PIDS[$lane]=$!
 done
