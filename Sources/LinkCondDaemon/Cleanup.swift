@@ -6,8 +6,8 @@ import Shaping
 /// systemd runs it after the service stops, whatever way it stopped.
 public enum Cleanup {
     /// Conditions worth checking: those on the interfaces named, and those the state files in
-    /// `stateDirectory` mention, in other network namespaces too while those are the ones the
-    /// conditions were made in. The state files stay: a daemon restarted after a crash restores
+    /// `stateDirectory` mention, in other network namespaces too while those live (reached
+    /// through another process or name once the condition's own PID or name is gone). The state files stay: a daemon restarted after a crash restores
     /// their leases.
     public static func run(
         interfaces named: [String], stateDirectory: String, kernel: any TrafficControlKernel,
@@ -23,8 +23,8 @@ public enum Cleanup {
             var conditionEngine = engine
             if let namespace = id.namespace {
                 let stored = StateStore(directory: stateDirectory, condition: id).load()?.namespaceIdentity
-                guard let namespaces, let stored, (try? namespaces.identity(at: namespace.path)) == stored else { continue }
-                conditionEngine = ShapingEngine(kernel: namespaces.kernel(at: namespace.path, identity: stored), logger: logger)
+                guard let namespaces, let stored, let path = namespaces.path(of: stored, preferring: namespace.path) else { continue }
+                conditionEngine = ShapingEngine(kernel: namespaces.kernel(at: path, identity: stored), logger: logger)
             }
             let target = ShapingTarget(interface: id.interface)
             do {

@@ -274,13 +274,32 @@ public actor Conditioner {
             condition.leaseRuntime = nil
             condition.policy = ConditionPolicy()
             condition.convergence.forget()
-            logger.notice("the network namespace of \(condition.id) (\(namespace.path)) is gone; its condition ended with it")
-            record(condition, from: previous?.profile.name, to: "off", reason: "namespace-ended", requester: nil, detail: "\(namespace.path) is gone")
+            var detail = "\(namespace.path) is gone"
+            if let through = removeObjectsLeft(by: condition) {
+                detail += "; the namespace lives on, linkcond's objects in it were removed through \(through)"
+            }
+            logger.notice("the network namespace of \(condition.id) (\(namespace.path)) is gone; its condition ended with it (\(detail))")
+            record(condition, from: previous?.profile.name, to: "off", reason: "namespace-ended", requester: nil, detail: detail)
             runtime?.onEnd?(LeaseEvent(event: .ended, reason: .namespaceEnded, status: status(of: condition)))
             dropIfIdle(condition)
             ended.append(condition.id)
         }
         return ended
+    }
+
+    /// Removes linkcond's objects from the namespace `condition` was made in when its own path
+    /// no longer leads there but the namespace lives on (the PID it was named by exited while
+    /// the container's other processes run; `ip netns delete` while a process is inside).
+    /// Returns the path it went through, `nil` when the namespace, and so every object, is gone.
+    private func removeObjectsLeft(by condition: Condition) -> String? {
+        guard let namespaces, let identity = condition.namespaceIdentity, let path = namespaces.path(of: identity) else { return nil }
+        let engine = ShapingEngine(kernel: namespaces.kernel(at: path, identity: identity), logger: logger)
+        do {
+            try engine.remove(condition.target)
+        } catch {
+            logger.error("\(condition.id): its namespace lives on (\(path)), but linkcond's objects there could not be removed: \(error)")
+        }
+        return path
     }
 
     // MARK: Conditions
@@ -343,8 +362,12 @@ public actor Conditioner {
         let now = try? namespaces?.identity(at: namespace.path)
         guard let stored, let now, stored == now else {
             let condition = makeCondition(id, identity: stored)
-            logger.notice("startup: the network namespace of \(id) ended while no daemon ran; its condition ended with it")
-            record(condition, from: nil, to: "off", reason: "namespace-ended", requester: nil, detail: "\(namespace.path) ended while no daemon ran")
+            var detail = "\(namespace.path) ended while no daemon ran"
+            if let through = removeObjectsLeft(by: condition) {
+                detail += "; the namespace lives on, linkcond's objects in it were removed through \(through)"
+            }
+            logger.notice("startup: the network namespace of \(id) is gone; its condition ended with it (\(detail))")
+            record(condition, from: nil, to: "off", reason: "namespace-ended", requester: nil, detail: detail)
             store?.remove()
             return nil
         }

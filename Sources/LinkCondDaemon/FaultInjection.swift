@@ -91,4 +91,8 @@ final class FaultInjectingNamespaces: NamespaceKernels {
     func identity(at path: String) throws(NetlinkError) -> NamespaceIdentity {
         try wrapped.identity(at: path)
     }
+
+    func path(of identity: NamespaceIdentity) -> String? {
+        wrapped.path(of: identity)
+    }
 }

@@ -8,6 +8,17 @@ public protocol NamespaceKernels: AnyObject {
     func kernel(at path: String, identity: NamespaceIdentity) -> any TrafficControlKernel
     /// Which namespace `path` is now.
     func identity(at path: String) throws(NetlinkError) -> NamespaceIdentity
+    /// Another file that is the namespace `identity`, while anything keeps it alive.
+    func path(of identity: NamespaceIdentity) -> String?
+}
+
+extension NamespaceKernels {
+    /// A way into the namespace `identity`: `preferred` while it still leads there, else any
+    /// other file that does; `nil` once the namespace is gone.
+    public func path(of identity: NamespaceIdentity, preferring preferred: String) -> String? {
+        if (try? self.identity(at: preferred)) == identity { return preferred }
+        return path(of: identity)
+    }
 }
 
 /// The real namespaces, through a socket made inside each for every call.
@@ -20,6 +31,10 @@ public final class NetlinkNamespaces: NamespaceKernels {
 
     public func identity(at path: String) throws(NetlinkError) -> NamespaceIdentity {
         try NetworkNamespaceFile(path: path).identity
+    }
+
+    public func path(of identity: NamespaceIdentity) -> String? {
+        NetworkNamespaceFile.path(of: identity)
     }
 }
 

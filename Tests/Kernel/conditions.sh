@@ -274,6 +274,27 @@ done
 check_range "SIGKILL before 8 steps of a build inside the container ($steps_k steps): killed" "$killed" 8 8 "of 8" "each time"
 check_range "SIGKILL inside the container + restart: consistent" "$consistent" "$killed" "$killed" "of $killed" \
     "all: off with nothing left, or LC Test B whole" "$first_bad"
+# The process a condition was named by exits while the container lives on (a `docker exec`'s
+# PID, say): the condition ends, and nothing of linkcond's stays in the living namespace.
+lc off --pid "$CONTAINER_PID" --interface "$IF_K" >/dev/null
+nsenter -t "$CONTAINER_PID" -n sleep 600 </dev/null >/dev/null 2>&1 &
+EXEC_PID=$!
+for _ in $(seq 50); do
+    [[ $(readlink "/proc/$EXEC_PID/ns/net" 2>/dev/null) == "$(readlink "/proc/$CONTAINER_PID/ns/net")" ]] && break
+    snooze 0.1
+done
+lc_capture activate --pid "$EXEC_PID" --interface "$IF_K" "LC Test B"
+check_rc "activate --pid of a second process in the container" "$LC_RC" 0 "succeeds"
+check_equal "the second process's condition: the container's tree" "$TREE_K" "$(tree_k)"
+kill -KILL "$EXEC_PID"
+wait "$EXEC_PID" 2>/dev/null || true
+t0=$SECONDS
+until [[ $(conditions_now) == "$IF_C=LC Test A" ]] || ((SECONDS - t0 > 10)); do snooze 0.2; done
+check_range "the process named exits, the container lives: its condition leaves the list within" "$((SECONDS - t0))" 0 10 s "seconds"
+check_equal "the process named exits: nothing of linkcond's left in the living container" "tree none, no IFB" \
+    "tree $(tree_k), $(container ip -o link show "lc-$IF_K" >/dev/null 2>&1 && echo "IFB lc-$IF_K" || echo "no IFB")"
+lc_capture history -n 3
+check_contains "history: removed through another process of the container" "$LC_OUT" "removed through /proc/"
 lc activate --pid "$CONTAINER_PID" --interface "$IF_K" "LC Test B" >/dev/null
 
 # The container stops: its namespace ends, and with it the condition.

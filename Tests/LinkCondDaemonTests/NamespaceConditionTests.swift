@@ -1,5 +1,6 @@
 import ControlAPI
 import Foundation
+import Logging
 @testable import LinkCondDaemon
 import NIOHTTP1
 import Profiles
@@ -82,6 +83,46 @@ struct NamespaceConditionTests {
         #expect(!StateStore.storedConditions(in: directory.path).contains(Self.container))
         let last = try #require(await conditioner.history(limit: 1).entries.first)
         #expect(last.condition == "pid/4242/eth0" && last.reason == "namespace-ended" && last.from == "Slow Net" && last.to == "off")
+    }
+
+    @Test("The PID named exits while the container lives on: the condition ends, its objects removed through another process")
+    func namedProcessExits() async throws {
+        let namespaces = FakeNamespaces()
+        namespaces.alias("/proc/4300/ns/net", to: Self.containerPath, making: true)
+        let inside = try #require(namespaces.namespaces[Self.containerPath]?.kernel)
+        let conditioner = TestDaemon.conditioner(kernel: FakeKernel(), namespaces: namespaces)
+        _ = try await conditioner.activate("Slow Net", on: Self.container, by: TestDaemon.root)
+        #expect(try TestDaemon.conditionInKernel(inside) == "Slow Net")
+
+        namespaces.remove(at: Self.containerPath)
+        #expect(await conditioner.endConditionsInVanishedNamespaces() == [Self.container])
+        #expect(try TestDaemon.conditionInKernel(inside) == nil, "nothing of linkcond's left in the living namespace")
+        let last = try #require(await conditioner.history(limit: 1).entries.first)
+        #expect(last.reason == "namespace-ended" && (last.detail ?? "").contains("/proc/4300/ns/net"))
+    }
+
+    @Test("After the PID named exited while no daemon ran, a restart and `--cleanup` each remove the objects through another process")
+    func namedProcessExitedWhileStopped() async throws {
+        for finish in ["restart", "cleanup"] {
+            let directory = try TestDaemon.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let namespaces = FakeNamespaces()
+            namespaces.alias("/proc/4300/ns/net", to: Self.containerPath, making: true)
+            let inside = try #require(namespaces.namespaces[Self.containerPath]?.kernel)
+            let first = TestDaemon.conditioner(kernel: FakeKernel(), stateDirectory: directory.path, namespaces: namespaces)
+            _ = try await first.activate("Nasty Net", on: Self.container, by: TestDaemon.root)
+            namespaces.remove(at: Self.containerPath)
+
+            if finish == "restart" {
+                let second = TestDaemon.conditioner(kernel: FakeKernel(), stateDirectory: directory.path, namespaces: namespaces)
+                try await second.recover()
+                #expect(await second.conditionList().conditions.map(\.id) == ["eth0"])
+                #expect(!StateStore.storedConditions(in: directory.path).contains(Self.container))
+            } else {
+                try Cleanup.run(interfaces: [], stateDirectory: directory.path, kernel: FakeKernel(), namespaces: namespaces, logger: Logger(label: "test"))
+            }
+            #expect(try TestDaemon.conditionInKernel(inside) == nil, "\(finish): nothing of linkcond's left in the living namespace")
+        }
     }
 
     @Test("A name that now means another namespace is the old one gone: never shaped into the new one")

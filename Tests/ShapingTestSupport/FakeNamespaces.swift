@@ -41,6 +41,10 @@ public final class FakeNamespaces: NamespaceKernels, @unchecked Sendable {
         return namespace.identity
     }
 
+    public func path(of identity: NamespaceIdentity) -> String? {
+        namespaces.filter { $0.value.identity == identity }.keys.sorted().first
+    }
+
     /// Like `NamespacedKernel`: each call checks that the path is still the same namespace.
     private final class CheckedKernel: TrafficControlKernel {
         let namespaces: FakeNamespaces
