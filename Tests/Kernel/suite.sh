@@ -721,21 +721,29 @@ hostile_round() {
     { jq -c '.examples[]?' "$WORK/hostile.$1.json" 2>/dev/null || true; } | head -5 | sed 's/^/      /'
 }
 # As with the load (20): the first round brings the daemon to its working size, since the
-# allocator keeps what a peak took (420 to 3340 KiB over one round, by run); a leak is what the
-# second, identical round adds.
+# allocator keeps what a peak took (420 to 3340 KiB over one round, by run). A leak is what each
+# further, identical round adds: it shows in both of the next two. One round alone may take a
+# step (a fresh-clone run saw +2048 KiB once: the size of one transparent huge page, which this
+# kernel hands out always).
+rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status"; }
 hostile_round 1
-rss_first=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
+rss_first=$(rss)
 hostile_round 2
-hostile_files=("$WORK"/hostile.[12].json)
+rss_second=$(rss)
+hostile_round 3
+hostile_files=("$WORK"/hostile.[123].json)
 check_equal "hostile: the daemon is still running" "running" "$(kill -0 "$DAEMON_PID" 2>/dev/null && echo running || echo dead)"
-check_range "hostile: requests sent" "$(jq -s '[.[].requests] | add' "${hostile_files[@]}" 2>/dev/null || echo null)" 3000 100000 "requests" ">= 3000"
+check_range "hostile: requests sent" "$(jq -s '[.[].requests] | add' "${hostile_files[@]}" 2>/dev/null || echo null)" 4500 100000 "requests" ">= 4500"
 check_equal "hostile: every answer a 4xx JSON error (or a legitimate read), none hung" "0 broken" \
     "$(jq -s '[.[].failures] | add' "${hostile_files[@]}" 2>/dev/null || echo null) broken"
 check_equal "hostile: status unchanged" "$status_before" "$(timeout 10 curl -s --unix-socket "$SOCK" http://linkcond/v1/status | jq -c 'del(.since)')"
 check_tree "hostile: the shaping in force untouched" "$tree_before"
 check_equal "hostile: history unchanged" "$history_before entries" "$(timeout 10 curl -s --unix-socket "$SOCK" 'http://linkcond/v1/history?limit=200' | jq '.entries | length') entries"
-rss_after=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
-check_max "hostile: resident memory, growth over the second round" "$(( rss_after - rss_first ))" 1024 KiB "flat within 1 MB ($rss_first -> $rss_after KiB; 1500 requests)"
+rss_after=$(rss)
+growth_second=$((rss_second - rss_first))
+growth_third=$((rss_after - rss_second))
+check_max "hostile: resident memory, growth in each of rounds 2 and 3 (the smaller)" "$((growth_second < growth_third ? growth_second : growth_third))" 1024 KiB \
+    "flat within 1 MB ($rss_first -> $rss_second -> $rss_after KiB; 1500 requests a round)"
 
 # ------------------------------------------------------------------ 19
 log "19. a user holding every connection it can: root is still answered, memory stays bounded"
