@@ -80,7 +80,7 @@ after_crash() {
     CRASHES=$((CRASHES + 1))
     at_kill=$(tree_signature)
     [[ $at_kill != "${REF[$from]}" && $at_kill != "${REF[$to]}" ]] && HALF_AT_KILL=$((HALF_AT_KILL + 1))
-    daemon_start --enable-fault-injection || { echo "crash.sh: linkcondd did not restart after SIGKILL" >&2; exit 2; }
+    daemon_start --enable-fault-injection || { echo "crash.sh: linkcondd did not restart after SIGKILL (crash $CRASHES, $from -> $to)" >&2; exit 2; }
     after_text=$(tree_text)
     after=$(text_signature "$after_text")
     now=$(current_profile)

@@ -184,20 +184,25 @@ daemon_start() {
         --state-dir "$WORK/state" --history-file "$WORK/history.jsonl" \
         --log-level debug "$@" 2>>"$DAEMON_LOG" >>"$DAEMON_LOG" &
     DAEMON_PID=$!
-    local i
-    for i in $(seq 300); do
+    # A liveness wait, not a timed check: a crash lane runs at the lowest priority beside three
+    # others under emulation, where a start once took over 30 s (LC_START_TIMEOUT, seconds).
+    local deadline=$((SECONDS + ${LC_START_TIMEOUT:-120})) rc state
+    while ((SECONDS < deadline)); do
         # curl rather than the client: it starts in milliseconds even under emulation.
         if [[ -S $SOCK ]] && timeout 5 curl -sf --unix-socket "$SOCK" http://linkcond/v1/status >/dev/null 2>&1; then
             return 0
         fi
         if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-            wait "$DAEMON_PID" 2>/dev/null || true
+            rc=0
+            wait "$DAEMON_PID" 2>/dev/null || rc=$?
+            state="it exited with status $rc"
             DAEMON_PID=""
             break
         fi
         snooze 0.1
     done
-    echo "linkcondd did not become ready; log tail:" >&2
+    [[ -n ${state:-} ]] || state="still running after ${LC_START_TIMEOUT:-120} s: state $(awk '{ print $3 }' "/proc/$DAEMON_PID/stat" 2>/dev/null), waiting in $(cat "/proc/$DAEMON_PID/wchan" 2>/dev/null), socket $([[ -S $SOCK ]] && echo there || echo absent)"
+    echo "linkcondd did not become ready ($state); log tail:" >&2
     tail -30 "$DAEMON_LOG" >&2
     return 1
 }
