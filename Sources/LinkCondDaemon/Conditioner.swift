@@ -274,10 +274,7 @@ public actor Conditioner {
             condition.leaseRuntime = nil
             condition.policy = ConditionPolicy()
             condition.convergence.forget()
-            var detail = "\(namespace.path) is gone"
-            if let through = removeObjectsLeft(by: condition) {
-                detail += "; the namespace lives on, linkcond's objects in it were removed through \(through)"
-            }
+            let detail = endOfNamespace(condition, gone: "\(namespace.path) is gone")
             logger.notice("the network namespace of \(condition.id) (\(namespace.path)) is gone; its condition ended with it (\(detail))")
             record(condition, from: previous?.profile.name, to: "off", reason: "namespace-ended", requester: nil, detail: detail)
             runtime?.onEnd?(LeaseEvent(event: .ended, reason: .namespaceEnded, status: status(of: condition)))
@@ -290,16 +287,17 @@ public actor Conditioner {
     /// Removes linkcond's objects from the namespace `condition` was made in when its own path
     /// no longer leads there but the namespace lives on (the PID it was named by exited while
     /// the container's other processes run; `ip netns delete` while a process is inside).
-    /// Returns the path it went through, `nil` when the namespace, and so every object, is gone.
-    private func removeObjectsLeft(by condition: Condition) -> String? {
-        guard let namespaces, let identity = condition.namespaceIdentity, let path = namespaces.path(of: identity) else { return nil }
+    /// Returns the history's detail for the end: `gone`, and through which path the objects
+    /// were removed when the namespace lives on.
+    private func endOfNamespace(_ condition: Condition, gone: String) -> String {
+        guard let namespaces, let identity = condition.namespaceIdentity, let path = namespaces.path(of: identity) else { return gone }
         let engine = ShapingEngine(kernel: namespaces.kernel(at: path, identity: identity), logger: logger)
         do {
             try engine.remove(condition.target)
         } catch {
             logger.error("\(condition.id): its namespace lives on (\(path)), but linkcond's objects there could not be removed: \(error)")
         }
-        return path
+        return "\(gone); the namespace lives on, linkcond's objects in it were removed through \(path)"
     }
 
     // MARK: Conditions
@@ -362,10 +360,7 @@ public actor Conditioner {
         let now = try? namespaces?.identity(at: namespace.path)
         guard let stored, let now, stored == now else {
             let condition = makeCondition(id, identity: stored)
-            var detail = "\(namespace.path) ended while no daemon ran"
-            if let through = removeObjectsLeft(by: condition) {
-                detail += "; the namespace lives on, linkcond's objects in it were removed through \(through)"
-            }
+            let detail = endOfNamespace(condition, gone: "\(namespace.path) ended while no daemon ran")
             logger.notice("startup: the network namespace of \(id) is gone; its condition ended with it (\(detail))")
             record(condition, from: nil, to: "off", reason: "namespace-ended", requester: nil, detail: detail)
             store?.remove()

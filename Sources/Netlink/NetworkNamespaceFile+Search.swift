@@ -8,18 +8,18 @@ extension NetworkNamespaceFile {
     /// its namespace (the PID it was named by exited while other processes of the container
     /// live, or `ip netns delete` while a process still runs inside).
     public static func path(of identity: NamespaceIdentity, namedDirectory: String = "/run/netns", processDirectory: String = "/proc") -> String? {
-        let named = entries(of: namedDirectory).lazy.map { "\(namedDirectory)/\($0)" }
-        let processes = entries(of: processDirectory).lazy
+        let named = entries(of: namedDirectory).map { "\(namedDirectory)/\($0)" }
+        let processes = entries(of: processDirectory)
             .filter { $0.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } }
             .map { "\(processDirectory)/\($0)/ns/net" }
-        return (Array(named) + Array(processes)).first { Self.identity(at: $0) == identity }
+        return (named + processes).first { Self.identity(at: $0) == identity }
     }
 
     /// The namespace `path` is, read without opening it (`stat` follows the nsfs link).
     static func identity(at path: String) -> NamespaceIdentity? {
         var status = stat()
         guard stat(path, &status) == 0 else { return nil }
-        return NamespaceIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        return NamespaceIdentity(status)
     }
 
     private static func entries(of directory: String) -> [String] {

@@ -10,6 +10,11 @@ public struct NamespaceIdentity: Hashable, Sendable, Codable, CustomStringConver
         self.inode = inode
     }
 
+    /// The identity of the nsfs file `status` describes.
+    init(_ status: stat) {
+        self.init(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+    }
+
     /// `net:[4026532281]`, as `/proc/PID/ns/net` reads.
     public var description: String { "net:[\(inode)]" }
 }
@@ -41,7 +46,7 @@ public final class NetworkNamespaceFile {
             close(descriptor)
             throw NetlinkError(code: .other, operation: "read the network namespace \(path)", errno: error, reason: String(cString: strerror(error)))
         }
-        let identity = NamespaceIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+        let identity = NamespaceIdentity(status)
         if let expected, expected != identity {
             close(descriptor)
             throw NetlinkError(

@@ -824,10 +824,10 @@ load_round() {
 # a peak took); a leak is what a second, identical round adds.
 fds_before=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
 load_round 1
-rss_first=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
+rss_first=$(rss)
 load_round 2
 fds_after=$(ls "/proc/$DAEMON_PID/fd" | wc -l)
-rss_after=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status")
+rss_after=$(rss)
 load_files=("$WORK"/load.[12].readers.json "$WORK"/load.[12].switchers.json)
 answers=$(jq -s '[.[].answersByStatus | to_entries[] | select(.key == "200") | .value] | add // 0' "${load_files[@]}" 2>/dev/null || echo null)
 others=$(jq -s '[.[].answersByStatus | to_entries[] | select(.key != "200" and .key != "409") | .value] | add // 0' "${load_files[@]}" 2>/dev/null || echo null)
