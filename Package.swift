@@ -39,18 +39,20 @@ let package = Package(
         .target(name: "HostFacts", dependencies: ["CZlib"]),
         // Matching names the way people type them, with suggestions: profiles and commands.
         .target(name: "NameMatching"),
+        // IPv4 and IPv6 addresses as text and as network-order bytes.
+        .target(name: "IPAddressText"),
         // Profile model in human units, YAML decoding, validation, the catalog.
         .target(name: "Profiles", dependencies: ["CYAML", "NameMatching"]),
         // Profile -> TrafficPlan (pure), and applying plans through Netlink.
         .target(
             name: "Shaping",
             dependencies: [
-                "Netlink", "Profiles",
+                "Netlink", "Profiles", "IPAddressText",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Codable request and response types shared by daemon and client.
-        .target(name: "ControlAPI"),
+        .target(name: "ControlAPI", dependencies: ["IPAddressText"]),
         // HTTP/1.1 over the daemon's Unix socket.
         .target(
             name: "ControlClient",

@@ -31,7 +31,7 @@ trap cleanup EXIT
 
 # --------------------------------------------------------------- setting up
 log "setup"
-modprobe -a sch_netem sch_htb sch_ingress ifb cls_u32 act_mirred veth
+modprobe -a sch_netem sch_htb sch_ingress ifb cls_u32 cls_flower act_mirred veth
 topo_up
 server_start
 srv iperf3 -s -D --logfile "$WORK/iperf3.log"

@@ -62,16 +62,57 @@ struct TCScripts: ParsableCommand {
             let verb = if case .addClass = step { "add" } else { "change" }
             let options = node.encoded
             return "tc class \(verb) dev \(device) parent \(node.parent) classid \(node.classID) htb rate \(options.rateBytesPerSecond * 8)bit ceil \(options.ceilBytesPerSecond * 8)bit burst \(options.burstBytes)b cburst \(options.ceilBurstBytes)b quantum \(options.quantumBytes)"
-        case .addFilter(let device, let node):
-            let keys = node.keys.isEmpty ? [U32Key(offset: 0, value: 0, mask: 0)] : node.keys
-            let matches = keys.map { "match u32 0x\(String($0.value, radix: 16)) 0x\(String($0.mask, radix: 16)) at \($0.offset)" }.joined(separator: " ")
+        case .deleteClass(let device, let node):
+            return "tc class del dev \(device) classid \(node.classID)"
+        case .addFilter(let device, let node), .replaceFilter(let device, let node):
+            let verb = if case .addFilter = step { "add" } else { "replace" }
+            if let flower = node.flowerFilter {
+                return "tc filter \(verb) dev \(device) parent \(node.parent) \(flowerPlacement(flower)) flower skip_hw \(render(flower.key)) classid \(flower.classID)"
+            }
+            guard case .u32(let keys) = node.classifier else { return "" }
+            let matches = (keys.isEmpty ? [U32Key(offset: 0, value: 0, mask: 0)] : keys)
+                .map { "match u32 0x\(String($0.value, radix: 16)) 0x\(String($0.mask, radix: 16)) at \($0.offset)" }.joined(separator: " ")
             let action: String
             switch node.target {
             case .classify(let classID): action = "flowid \(classID)"
             case .redirect(let target): action = "action mirred egress redirect dev \(target)"
             }
             return "tc filter add dev \(device) parent \(node.parent) protocol \(node.protocolType) prio \(node.priority) u32 \(matches) \(action)"
+        case .deleteFilter(let device, let node):
+            guard let flower = node.flowerFilter else { return "" }
+            return "tc filter del dev \(device) parent \(node.parent) \(flowerPlacement(flower)) flower"
         }
+    }
+
+    /// tc takes flower's IP keys only under `protocol ip` or `ipv6`, where linkcond attaches
+    /// for every protocol with the IP version as a key; the nearest equivalent puts IPv6
+    /// filters in a priority of their own, as one priority holds one protocol.
+    private func flowerPlacement(_ filter: FlowerFilter) -> String {
+        let isIPv6 = filter.key.etherType == .ipv6
+        return "protocol \(isIPv6 ? "ipv6" : "ip") prio \(Int(filter.priority) + (isIPv6 ? 0x1000 : 0)) handle 0x\(String(filter.handle, radix: 16))"
+    }
+
+    private func render(_ key: FlowerKey) -> String {
+        var words: [String] = []
+        switch key.ipProtocol {
+        case 6?: words.append("ip_proto tcp")
+        case 17?: words.append("ip_proto udp")
+        case 58?: words.append("ip_proto ipv6-icmp")
+        case let number?: words.append("ip_proto \(number)")
+        case nil: break
+        }
+        for (name, address) in [("src_ip", key.source), ("dst_ip", key.destination)] {
+            guard let address else { continue }
+            let text = address.address.count == 4
+                ? address.address.map(String.init).joined(separator: ".")
+                : stride(from: 0, to: 16, by: 2).map { String(UInt16(address.address[$0]) << 8 | UInt16(address.address[$0 + 1]), radix: 16) }.joined(separator: ":")
+            words.append("\(name) \(text)/\(address.prefixLength)")
+        }
+        if let port = key.sourcePort { words.append("src_port \(port)") }
+        if let port = key.destinationPort { words.append("dst_port \(port)") }
+        // tc takes no type mask: the nearest equivalent matches the first type of the range.
+        if let type = key.icmpv6Type { words.append("type \(type.value)") }
+        return words.joined(separator: " ")
     }
 
     private func placement(_ parent: TrafficControlHandle, _ handle: TrafficControlHandle) -> String {

@@ -46,6 +46,9 @@ public struct StatusResponse: Codable, Sendable, Equatable {
     public var interface: String
     /// `netns/NAME` or `pid/PID` when the interface is in another network namespace.
     public var namespace: String?
+    /// For a condition on only the traffic exchanged with a peer: whom (`10.0.0.5:443`), as
+    /// after `@` in the id. `nil`: the whole interface.
+    public var peer: String?
     /// The IFB device that carries the downlink while shaping is on.
     public var ifb: String
     public var active: Bool
@@ -61,13 +64,14 @@ public struct StatusResponse: Codable, Sendable, Equatable {
     public var kernel: [KernelObjectDocument]?
 
     public init(
-        id: String? = nil, isDefault: Bool = true, interface: String, namespace: String? = nil, ifb: String, active: Bool,
+        id: String? = nil, isDefault: Bool = true, interface: String, namespace: String? = nil, peer: String? = nil, ifb: String, active: Bool,
         profile: ProfileDocument?, since: String, exemptions: [String], lease: LeaseDocument? = nil
     ) {
         self.id = id ?? interface
         self.isDefault = isDefault
         self.interface = interface
         self.namespace = namespace
+        self.peer = peer
         self.ifb = ifb
         self.active = active
         self.profile = profile

@@ -1,6 +1,7 @@
 import ControlAPI
 import Netlink
 import NIOCore
+import Profiles
 import Shaping
 
 /// One condition: what should be in force on its target, the kernel objects there, the file
@@ -21,22 +22,40 @@ final class Condition {
     /// For a condition in another network namespace: which namespace, as it was when the
     /// condition was made. Its path naming another one later means this one is gone.
     let namespaceIdentity: NamespaceIdentity?
+    /// Shared with the other conditions of the same target.
     let convergence: KernelConvergence
+    /// Where this condition's objects are in the target's tree.
+    let slot: ConditionSlot
     let stateStore: StateStore?
     var policy = ConditionPolicy()
     var leaseRuntime: LeaseRuntime?
 
-    init(id: ConditionID, namespaceIdentity: NamespaceIdentity? = nil, convergence: KernelConvergence, stateStore: StateStore?) {
+    init(
+        id: ConditionID, namespaceIdentity: NamespaceIdentity? = nil, convergence: KernelConvergence, slot: ConditionSlot = .whole,
+        stateStore: StateStore?
+    ) {
         self.id = id
         self.namespaceIdentity = namespaceIdentity
         self.convergence = convergence
+        self.slot = slot
         self.stateStore = stateStore
     }
 
     var target: ShapingTarget { convergence.target }
 
+    /// The slot number of a condition with a match, `nil` for the whole interface.
+    var slotNumber: UInt16? {
+        if case .match(let number, _) = slot { return number }
+        return nil
+    }
+
+    /// Brings this condition's objects to `profile`, leaving the target's other conditions' alone.
+    func converge(to profile: Profile?, replacingForeign: Bool) throws(ShapingError) {
+        try convergence.converge(slot, to: profile, replacingForeign: replacingForeign)
+    }
+
     /// Neither a profile nor a lease, nor anything of ours in the kernel that this daemon knows of.
     var isIdle: Bool {
-        policy.effective == nil && policy.lease == nil && leaseRuntime == nil && convergence.applied == nil
+        policy.effective == nil && policy.lease == nil && leaseRuntime == nil && convergence.profile(in: slot) == nil
     }
 }

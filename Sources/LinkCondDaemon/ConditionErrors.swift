@@ -57,3 +57,13 @@ public struct AliasedConditionError: Error, Sendable, CustomStringConvertible {
         "\(requested) is the interface \(existing) already names (the same network namespace, reached another way); use \(existing)"
     }
 }
+
+/// A new condition on one peer would match exactly some packets another condition on the same
+/// interface matches, at the same specificity: the kernel cannot order the two.
+public struct OverlappingPeerError: Error, Sendable, CustomStringConvertible {
+    public var requested: ConditionID
+    public var existing: ConditionID
+    public var description: String {
+        "\(requested) matches some of the same packets as \(existing), exactly as specifically (the same address, prefix and port); change or remove \(existing), or name the peer so that one is more specific"
+    }
+}

@@ -19,7 +19,7 @@ extension Conditioner {
     /// as its interface exists. Inside another namespace, only the namespace is looked for: a
     /// reader, who may be anyone, does not get the daemon to read a container's devices.
     func status(_ id: ConditionID?, verbose: Bool = false) throws -> StatusResponse {
-        let id = id ?? defaultID
+        let id = resolved(id)
         return status(of: try conditions[id] ?? absentCondition(id, checkingInterface: id.namespace == nil), verbose: verbose && (conditions[id] != nil || id.namespace == nil))
     }
 
@@ -36,6 +36,7 @@ extension Conditioner {
             isDefault: condition.id == defaultID,
             interface: condition.target.interface,
             namespace: condition.id.namespace?.description,
+            peer: condition.id.peer?.description,
             ifb: condition.target.ifb,
             active: effective != nil,
             profile: effective.map(ProfileDocument.init),

@@ -37,7 +37,9 @@ public actor Conditioner {
     private let profileDirectories: [String]
     var catalog: ProfileCatalog
     var history: ConditionHistory
-    private(set) var conditions: [ConditionID: Condition] = [:]
+    private(set) var conditions: [ConditionID: Condition]
+    /// One tree per target, shared by the conditions on it; keyed by the whole interface's id.
+    private var targets: [ConditionID: KernelConvergence]
     private var lastLeaseID: UInt64 = 0
     /// Set by `shutdown`: no change is taken after it.
     private var stopping = false
@@ -54,9 +56,17 @@ public actor Conditioner {
         namespaces: sending (any NamespaceKernels)? = nil,
         logger: Logger
     ) {
+        let defaultID = ConditionID(interface: target.interface)
+        let convergence = KernelConvergence(target: target, planner: planner, engine: engine, logger: logger)
+        self.targets = [defaultID: convergence]
+        self.conditions = [
+            defaultID: Condition(
+                id: defaultID, convergence: convergence, stateStore: stateDirectory.map { StateStore(directory: $0, condition: defaultID) }
+            ),
+        ]
         self.target = target
         self.namespaces = namespaces
-        self.defaultID = ConditionID(interface: target.interface)
+        self.defaultID = defaultID
         self.engine = engine
         self.planner = planner
         self.catalog = catalog
@@ -65,7 +75,6 @@ public actor Conditioner {
         self.stateDirectory = stateDirectory
         self.history = ConditionHistory(file: historyFile.map { URL(fileURLWithPath: $0) })
         self.logger = logger
-        conditions[defaultID] = Self.makeCondition(defaultID, identity: nil, engine: engine, planner: planner, stateDirectory: stateDirectory, logger: logger)
     }
 
     // MARK: Changing
@@ -164,8 +173,8 @@ public actor Conditioner {
     /// `linkcond release`: the holder ends their own lease early and gets the baseline back.
     public func releaseLease(on id: ConditionID? = nil, by requester: Requester) throws -> StatusResponse {
         try checkRunning()
-        guard let condition = conditions[id ?? defaultID], let lease = condition.policy.lease, lease.isHeld(by: requester) else {
-            throw NoLeaseError(holder: conditions[id ?? defaultID]?.policy.lease?.holder.document)
+        guard let condition = conditions[resolved(id)], let lease = condition.policy.lease, lease.isHeld(by: requester) else {
+            throw NoLeaseError(holder: conditions[resolved(id)]?.policy.lease?.holder.document)
         }
         defer { dropIfIdle(condition) }
         let previous = condition.policy.effective
@@ -203,19 +212,38 @@ public actor Conditioner {
     /// The default condition's failure is thrown (the daemon cannot serve its interface);
     /// another condition that cannot be brought back is logged, removed and forgotten.
     public func recover() throws(ShapingError) {
-        try recover(defaultCondition)
+        var recovering = [defaultCondition]
         for id in StateStore.storedConditions(in: stateDirectory) where id != defaultID && conditions.count < Self.maximumConditions {
             guard let condition = recoverableCondition(id) else { continue }
-            conditions[id] = condition
-            do {
-                try recover(condition)
-            } catch {
-                logger.error("startup: cannot bring back the condition on \(id.interface): \(error.message); removing it")
-                condition.policy = ConditionPolicy()
-                try? condition.convergence.removeAll()
-                record(condition, from: nil, to: "off", reason: "startup", requester: nil, detail: "could not be brought back: \(error.message)")
+            insert(condition)
+            recovering.append(condition)
+        }
+        for condition in recovering {
+            condition.policy = recoveredPolicy(from: condition.stateStore?.load(), for: condition.id)
+            persist(condition)
+        }
+        // One recovery per target, with every condition on it, default target first.
+        var byTarget: [(KernelConvergence, [Condition])] = []
+        for condition in recovering {
+            if let index = byTarget.firstIndex(where: { $0.0 === condition.convergence }) {
+                byTarget[index].1.append(condition)
+            } else {
+                byTarget.append((condition.convergence, [condition]))
             }
-            dropIfIdle(condition)
+        }
+        for (convergence, group) in byTarget {
+            do {
+                try recover(convergence, with: group)
+            } catch {
+                if group.contains(where: { $0.id == defaultID }) { throw error }
+                logger.error("startup: cannot bring back the conditions on \(convergence.target.interface): \(error.message); removing them")
+                try? convergence.removeAll()
+                for condition in group {
+                    condition.policy = ConditionPolicy()
+                    record(condition, from: nil, to: "off", reason: "startup", requester: nil, detail: "could not be brought back: \(error.message)")
+                }
+            }
+            group.forEach(dropIfIdle)
         }
     }
 
@@ -315,15 +343,25 @@ public actor Conditioner {
     /// The condition `id` names (the default one for `nil`), made when it does not exist yet and
     /// its interface does.
     private func condition(_ id: ConditionID?) throws -> Condition {
-        let id = id ?? defaultID
+        let id = resolved(id)
         if let existing = conditions[id] { return existing }
         guard conditions.count < Self.maximumConditions else {
             throw TooManyConditionsError(limit: Self.maximumConditions)
         }
         guard id.interface != Self.loopback else { throw LoopbackConditionError() }
         let condition = try absentCondition(id)
-        conditions[id] = condition
+        insert(condition)
         return condition
+    }
+
+    /// The id `id` stands for: the default condition for `nil`, and the daemon's own interface
+    /// for `@PEER`.
+    func resolved(_ id: ConditionID?) -> ConditionID {
+        guard var id else { return defaultID }
+        if id.interface.isEmpty {
+            id.interface = defaultID.interface
+        }
+        return id
     }
 
     /// A condition not (yet) held, off, on an interface that exists, in a namespace that does.
@@ -339,11 +377,20 @@ public actor Conditioner {
             if identity == (try? namespaces.identity(at: Self.ownNamespacePath)) {
                 throw AliasedConditionError(requested: id, existing: ConditionID(interface: id.interface))
             }
-            if let twin = conditions.values.first(where: { $0.namespaceIdentity == identity && $0.id.interface == id.interface }) {
+            if let twin = conditions.values.first(where: {
+                $0.namespaceIdentity == identity && $0.id.interface == id.interface && $0.id.namespace != id.namespace
+            }) {
                 throw AliasedConditionError(requested: id, existing: twin.id)
             }
         }
         let condition = makeCondition(id, identity: identity)
+        if case .match(_, let match) = condition.slot,
+           let twin = conditions.values.first(where: { other in
+               guard other.convergence === condition.convergence, case .match(_, let held) = other.slot else { return false }
+               return held.overlapsExactly(match)
+           }) {
+            throw OverlappingPeerError(requested: id, existing: twin.id)
+        }
         if checkingInterface, try condition.convergence.survey().interface == nil {
             throw UnknownInterfaceError(interface: id.interface, namespace: id.namespace)
         }
@@ -354,9 +401,10 @@ public actor Conditioner {
     /// namespace only while that namespace is the one it was made in. One whose namespace
     /// ended while no daemon ran is recorded as ended, and its file goes.
     private func recoverableCondition(_ id: ConditionID) -> Condition? {
-        guard let namespace = id.namespace else { return makeCondition(id, identity: nil) }
         let store = stateDirectory.map { StateStore(directory: $0, condition: id) }
-        let stored = store?.load()?.namespaceIdentity
+        let state = store?.load()
+        guard let namespace = id.namespace else { return makeCondition(id, identity: nil, slot: state?.slot) }
+        let stored = state?.namespaceIdentity
         let now = try? namespaces?.identity(at: namespace.path)
         guard let stored, let now, stored == now else {
             let condition = makeCondition(id, identity: stored)
@@ -366,26 +414,36 @@ public actor Conditioner {
             store?.remove()
             return nil
         }
-        return makeCondition(id, identity: now)
+        return makeCondition(id, identity: now, slot: state?.slot)
     }
 
-    private func makeCondition(_ id: ConditionID, identity: NamespaceIdentity?) -> Condition {
-        var engine = self.engine
-        if let namespace = id.namespace, let identity, let namespaces {
-            engine = ShapingEngine(kernel: namespaces.kernel(at: namespace.path, identity: identity), logger: logger)
+    /// A condition object for `id`, on its target's shared tree; one with a match takes
+    /// `slot` (its stored one, at restart) when that is free on the target, else the lowest free one.
+    private func makeCondition(_ id: ConditionID, identity: NamespaceIdentity?, slot stored: UInt16? = nil) -> Condition {
+        let convergence = targets[id.target] ?? {
+            var engine = self.engine
+            if let namespace = id.namespace, let identity, let namespaces {
+                engine = ShapingEngine(kernel: namespaces.kernel(at: namespace.path, identity: identity), logger: logger)
+            }
+            return KernelConvergence(target: ShapingTarget(interface: id.interface), planner: planner, engine: engine, logger: logger)
+        }()
+        var slot = ConditionSlot.whole
+        if let peer = id.peer {
+            let taken = Set(conditions.values.filter { $0.convergence === convergence }.compactMap(\.slotNumber))
+            let number = stored.flatMap { taken.contains($0) ? nil : $0 }
+                ?? (1...ReservedHandles.maximumMatchSlot).first { !taken.contains($0) } ?? ReservedHandles.maximumMatchSlot
+            slot = .match(number, PeerMatch(peer))
         }
-        return Self.makeCondition(id, identity: identity, engine: engine, planner: planner, stateDirectory: stateDirectory, logger: logger)
-    }
-
-    private static func makeCondition(
-        _ id: ConditionID, identity: NamespaceIdentity?, engine: ShapingEngine, planner: Planner, stateDirectory: String?, logger: Logger
-    ) -> Condition {
-        Condition(
-            id: id,
-            namespaceIdentity: identity,
-            convergence: KernelConvergence(target: ShapingTarget(interface: id.interface), planner: planner, engine: engine, logger: logger),
+        return Condition(
+            id: id, namespaceIdentity: identity, convergence: convergence, slot: slot,
             stateStore: stateDirectory.map { StateStore(directory: $0, condition: id) }
         )
+    }
+
+    /// Makes `condition` one of the set, and its tree the one its target's other conditions share.
+    private func insert(_ condition: Condition) {
+        conditions[condition.id] = condition
+        targets[condition.id.target] = condition.convergence
     }
 
     /// A condition other than the default one ends with its last profile and lease: it leaves
@@ -395,6 +453,10 @@ public actor Conditioner {
         guard condition.id != defaultID, condition.isIdle, conditions[condition.id] === condition else { return }
         conditions[condition.id] = nil
         condition.stateStore?.remove()
+        let target = condition.id.target
+        if !condition.convergence.isInUse, !conditions.values.contains(where: { $0.convergence === condition.convergence }) {
+            targets[target] = nil
+        }
     }
 
     private func nextLeaseID() -> UInt64 {
@@ -420,36 +482,49 @@ public actor Conditioner {
         let previous = condition.policy.effective
         let displaced = try converge(condition, to: condition.policy.wanting(baseline: nil, lease: nil), replacingForeign: false)
         if previous == nil {
-            try condition.convergence.removeAll()
+            if !condition.convergence.isInUse {
+                try condition.convergence.removeAll()
+            }
         } else {
             record(condition, from: previous, reason: "off", requester: requester, detail: nil)
         }
         notifyTakeOver(displaced, on: condition, by: requester)
     }
 
-    private func recover(_ condition: Condition) throws(ShapingError) {
-        condition.policy = recoveredPolicy(from: condition.stateStore?.load(), for: condition.id)
-        persist(condition)
-        let wanted = condition.policy.effective
-        let interface = condition.id.interface
-        let outcome = try condition.convergence.recover(to: wanted?.profile)
-        switch outcome {
-        case .nothingToDo:
-            break
-        case .removedLeftovers:
-            logger.notice("startup: removed the linkcond tree an earlier daemon left on \(interface); nothing was to stay in force")
-            record(condition, from: nil, to: "off", reason: "startup", requester: nil, detail: "removed a tree left by an earlier daemon")
-        case .readopted, .rebuilt:
-            var how = "re-adopted the tree an earlier daemon left"
-            if case .rebuilt(let deviations) = outcome {
-                how = deviations.isEmpty ? "built it" : "rebuilt it: the tree left was incomplete"
-                for deviation in deviations.prefix(20) {
-                    logger.notice("startup: the tree on \(interface) differed: \(deviation)")
-                }
+    /// Brings one target's tree to what its conditions' recovered policies want, and records
+    /// for each how.
+    private func recover(_ convergence: KernelConvergence, with group: [Condition]) throws(ShapingError) {
+        let whole = group.first { $0.slot == .whole }?.policy.effective?.profile
+        let matches = group.compactMap { condition -> MatchedCondition? in
+            guard case .match(let number, let match) = condition.slot, let profile = condition.policy.effective?.profile else { return nil }
+            return MatchedCondition(slot: number, match: match, profile: profile)
+        }
+        let interface = convergence.target.interface
+        let outcome = try convergence.recover(whole: whole, matches: matches)
+        if case .rebuilt(let deviations) = outcome {
+            for deviation in deviations.prefix(20) {
+                logger.notice("startup: the tree on \(interface) differed: \(deviation)")
             }
-            logger.notice("startup: '\(wanted?.profile.name ?? "")' stays in force on \(interface): \(how)")
-            record(condition, from: nil, to: wanted?.profile.name ?? "off", reason: "startup", requester: nil, detail: how)
-            scheduleExpiry(condition)
+        }
+        for condition in group {
+            let wanted = condition.policy.effective
+            switch outcome {
+            case .nothingToDo:
+                break
+            case .removedLeftovers:
+                guard condition.slot == .whole else { break }
+                logger.notice("startup: removed the linkcond tree an earlier daemon left on \(interface); nothing was to stay in force")
+                record(condition, from: nil, to: "off", reason: "startup", requester: nil, detail: "removed a tree left by an earlier daemon")
+            case .readopted, .rebuilt:
+                guard wanted != nil else { break }
+                var how = "re-adopted the tree an earlier daemon left"
+                if case .rebuilt(let deviations) = outcome {
+                    how = deviations.isEmpty ? "built it" : "rebuilt it: the tree left was incomplete"
+                }
+                logger.notice("startup: '\(wanted?.profile.name ?? "")' stays in force on \(condition.id): \(how)")
+                record(condition, from: nil, to: wanted?.profile.name ?? "off", reason: "startup", requester: nil, detail: how)
+                scheduleExpiry(condition)
+            }
         }
     }
 
@@ -578,7 +653,7 @@ public actor Conditioner {
         condition.policy = wanted
         persist(condition)
         do {
-            try condition.convergence.converge(to: wanted.effective?.profile, replacingForeign: replacingForeign)
+            try condition.converge(to: wanted.effective?.profile, replacingForeign: replacingForeign)
         } catch {
             condition.policy = old
             persist(condition)
@@ -609,7 +684,8 @@ public actor Conditioner {
                     profile: PersistedState.StoredProfile($0.entry), holder: $0.holder.document,
                     since: $0.since, expires: $0.expires, clientBound: $0.clientBound
                 )
-            }
+            },
+            slot: condition.slotNumber
         )
         do {
             try stateStore.save(state)

@@ -131,3 +131,8 @@ extension AliasedConditionError: ControlAPIError {
     var httpStatus: HTTPResponseStatus { .conflict }
     var errorCode: String { "aliased-condition" }
 }
+
+extension OverlappingPeerError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .conflict }
+    var errorCode: String { "overlapping-peer" }
+}

@@ -4,10 +4,18 @@ import Netlink
 import Profiles
 import Shaping
 
-/// Brings one target's tc tree to a wanted profile, or to nothing, and knows what the kernel
-/// has now. Owned by one `Condition`; the `Conditioner` calls it one change at a time, through
-/// the engine all conditions in the daemon's network namespace share (a condition in another
-/// namespace has an engine of its own, which enters that namespace).
+/// Where in a target's tree a condition's objects are: the whole interface's classes, or the
+/// slot of a condition with a match, which fixes its class, leaf and filter handles.
+enum ConditionSlot: Hashable {
+    case whole
+    case match(UInt16, PeerMatch)
+}
+
+/// Brings one target's tc tree to what its conditions want, or to nothing, and knows what
+/// the kernel has now. Shared by the conditions of one target (the whole interface and those
+/// with a match); the `Conditioner` calls it one change at a time, through the engine all
+/// targets in the daemon's network namespace share (a target in another namespace has an
+/// engine of its own, which enters that namespace).
 final class KernelConvergence {
     let target: ShapingTarget
     let planner: Planner
@@ -15,6 +23,9 @@ final class KernelConvergence {
     private let logger: Logger
     /// The plan the kernel has now, `nil` when linkcond has nothing on the target.
     private(set) var applied: TrafficPlan?
+    /// What `applied` was planned from.
+    private var whole: Profile?
+    private var matches: [UInt16: MatchedCondition] = [:]
 
     /// How start-up found the kernel, for logs and history.
     enum Recovery: Equatable {
@@ -35,49 +46,72 @@ final class KernelConvergence {
         self.logger = logger
     }
 
-    /// Builds, changes in place, or removes, so that the kernel has `profile`'s tree.
-    ///
-    /// On failure the kernel is back where it was (the engine rolls back) and the error says why.
-    func converge(to profile: Profile?, replacingForeign: Bool = false) throws(ShapingError) {
-        guard let profile else {
-            if applied != nil {
-                try engine.remove(target)
-                applied = nil
-            }
-            return
+    /// The profile in force in `slot`, `nil` when it has none.
+    func profile(in slot: ConditionSlot) -> Profile? {
+        switch slot {
+        case .whole: return whole
+        case .match(let number, _): return matches[number]?.profile
         }
-        let plan = planner.plan(profile, on: target)
-        guard let current = applied else {
-            try engine.apply(plan, replacingForeign: replacingForeign)
-            applied = plan
-            return
-        }
-        do {
-            try engine.change(from: current, to: plan)
-        } catch {
-            guard try treeIsMissing(current, after: error) else { throw error }
-            logger.warning("linkcond's tree on \(target.interface) was changed behind its back; rebuilding it")
-            try engine.remove(target)
-            try engine.apply(plan, replacingForeign: replacingForeign)
-        }
-        applied = plan
     }
 
-    /// Start-up: re-adopts a tree that is exactly `profile`'s (rewriting its values, which a
+    /// Whether some condition has objects in the tree.
+    var isInUse: Bool { applied != nil }
+
+    /// Builds, changes in place, or removes, so that `slot` has `profile`'s objects and every
+    /// other slot keeps its own.
+    ///
+    /// On failure the kernel is back where it was (the engine rolls back) and the error says why.
+    func converge(_ slot: ConditionSlot, to profile: Profile?, replacingForeign: Bool = false) throws(ShapingError) {
+        var nextWhole = whole
+        var nextMatches = matches
+        switch slot {
+        case .whole:
+            nextWhole = profile
+        case .match(let number, let match):
+            nextMatches[number] = profile.map { MatchedCondition(slot: number, match: match, profile: $0) }
+        }
+        let next = planner.plan(on: target, whole: nextWhole, matches: Array(nextMatches.values))
+        switch (applied, next) {
+        case (nil, nil):
+            return
+        case (.some, nil):
+            try engine.remove(target)
+        case (nil, let plan?):
+            try engine.apply(plan, replacingForeign: replacingForeign)
+        case (let current?, let plan?):
+            do {
+                try engine.change(from: current, to: plan)
+            } catch {
+                guard try treeIsMissing(current, after: error) else { throw error }
+                logger.warning("linkcond's tree on \(target.interface) was changed behind its back; rebuilding it")
+                try engine.remove(target)
+                try engine.apply(plan, replacingForeign: replacingForeign)
+            }
+        }
+        applied = next
+        whole = nextWhole
+        matches = nextMatches
+    }
+
+    /// Start-up: re-adopts a tree that is exactly the wanted one (rewriting its values, which a
     /// daemon killed halfway through a switch may have left mixed), and rebuilds or removes
-    /// anything less.
-    func recover(to profile: Profile?) throws(ShapingError) -> Recovery {
+    /// anything less. `wanted` has every condition of the target that has a profile.
+    func recover(whole: Profile?, matches: [MatchedCondition]) throws(ShapingError) -> Recovery {
         let survey = try engine.survey(target)
-        guard let profile else {
+        guard let plan = planner.plan(on: target, whole: whole, matches: matches) else {
             guard survey.hasLinkcondObjects else { return .nothingToDo }
             try engine.remove(target)
             return .removedLeftovers
         }
-        let plan = planner.plan(profile, on: target)
+        func adopt() {
+            applied = plan
+            self.whole = whole
+            self.matches = Dictionary(uniqueKeysWithValues: matches.map { ($0.slot, $0) })
+        }
         if survey.isComplete(for: plan) {
             do {
                 try engine.rewrite(plan)
-                applied = plan
+                adopt()
                 return .readopted
             } catch {
                 logger.warning("startup: cannot re-adopt the tree on \(target.interface) (\(error.message)); rebuilding it")
@@ -86,7 +120,7 @@ final class KernelConvergence {
         let deviations = survey.hasLinkcondObjects ? survey.deviations(from: plan) : []
         try engine.remove(target)
         try engine.apply(plan)
-        applied = plan
+        adopt()
         return .rebuilt(deviations: deviations)
     }
 
@@ -95,8 +129,7 @@ final class KernelConvergence {
     func kernelObjects() -> [KernelObjectDocument] {
         guard let survey = try? engine.survey(target) else { return [] }
         func documents(_ device: String, qdiscs: [QdiscInfo], classes: [ClassInfo]) -> [KernelObjectDocument] {
-            let reserved = ReservedHandles.qdiscs + [ReservedHandles.ingress]
-            let objects = qdiscs.filter { reserved.contains($0.handle) }.map { ("qdisc \($0.kind) \($0.handle) parent \($0.parent)", $0.statistics) }
+            let objects = qdiscs.filter { ReservedHandles.isLinkcondQdisc($0.handle) || $0.handle == ReservedHandles.ingress }.map { ("qdisc \($0.kind) \($0.handle) parent \($0.parent)", $0.statistics) }
                 + classes.filter { $0.handle.qdisc == ReservedHandles.root }.map { ("class \($0.kind) \($0.handle) parent \($0.parent)", $0.statistics) }
             return objects.map { object, statistics in
                 let counters = statistics ?? TrafficStatistics(packets: 0, bytes: 0, drops: 0, overlimits: 0, queuedPackets: 0, queuedBytes: 0)
@@ -119,11 +152,13 @@ final class KernelConvergence {
     /// in it, is gone.
     func forget() {
         applied = nil
+        whole = nil
+        matches = [:]
     }
 
     /// Removes every linkcond object from the target, whatever this daemon believes it applied.
     func removeAll() throws(ShapingError) {
-        applied = nil
+        forget()
         try engine.remove(target)
     }
 

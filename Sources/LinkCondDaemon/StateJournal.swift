@@ -52,6 +52,9 @@ package struct PersistedState: Codable, Equatable {
     package var baseline: StoredProfile?
     var baselineSince: Date
     package var lease: StoredLease?
+    /// A condition with a match (`eth0@PEER`): its slot in the target's tree, so that a
+    /// restarted daemon finds its objects under the same handles.
+    var slot: UInt16?
 }
 
 /// A stored value that cannot be a profile: out of range, or from a newer daemon.

@@ -70,3 +70,14 @@ extension NetlinkSocket {
         return htbClass
     }
 }
+
+extension NetlinkSocket {
+    /// Deletes a class and the qdisc attached to it. The kernel refuses (busy) while a filter
+    /// still classifies into it.
+    public func deleteClass(interfaceIndex: Int32, classID: TrafficControlHandle) throws(NetlinkError) {
+        let htbClass = try NetlinkObject(allocating: { rtnl_class_alloc() }, what: "class")
+        rtnl_tc_set_ifindex(htbClass.pointer, interfaceIndex)
+        rtnl_tc_set_handle(htbClass.pointer, classID.rawValue)
+        try perform("delete class \(classID) on ifindex \(interfaceIndex)") { rtnl_class_delete($0, htbClass.pointer) }
+    }
+}

@@ -34,6 +34,10 @@ public struct FilterInfo: Sendable, Equatable {
     /// for each priority (handle `800:`).
     public var isU32Node: Bool { kind == "u32" && handle & 0xFFF != 0 }
 
+    /// Whether this is a flower filter, as opposed to the entry a dump lists for each priority
+    /// (handle 0), which no request creates or deletes.
+    public var isFlowerFilter: Bool { kind == "flower" && handle != 0 }
+
     /// The node as a `U32Filter`, for comparing with what linkcond would create; `nil` for
     /// anything that is not a u32 node with exactly one of linkcond's actions.
     public var u32Filter: U32Filter? {

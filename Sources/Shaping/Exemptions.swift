@@ -1,3 +1,5 @@
+import IPAddressText
+
 /// Traffic that is never shaped, in either direction.
 ///
 /// Exempt packets go to the unshaped default class. TCP port 22 is exempt unless the daemon is
@@ -73,6 +75,17 @@ public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
 
     public var family: Family { address.count == 4 ? .ipv4 : .ipv6 }
 
+    /// `address` is 4 or 16 network-order bytes; host bits are cleared.
+    public init(address: [UInt8], prefixLength: Int) {
+        precondition(address.count == 4 || address.count == 16, "an IPv4 or IPv6 address")
+        precondition((0...address.count * 8).contains(prefixLength), "a prefix within the address")
+        self.prefixLength = prefixLength
+        self.address = address.enumerated().map { index, byte in
+            let keep = max(0, min(8, prefixLength - index * 8))
+            return keep == 0 ? 0 : byte & UInt8(truncatingIfNeeded: 0xFF << (8 - keep))
+        }
+    }
+
     /// Reads `10.0.0.0/8`, `192.0.2.7` (a single host), `fd00::/8` or `2001:db8::1`.
     public init(parsing text: String) throws(ExemptionParseError) {
         let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
@@ -87,11 +100,7 @@ public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
             }
             prefix = length
         }
-        self.prefixLength = prefix
-        self.address = bytes.enumerated().map { index, byte in
-            let keep = max(0, min(8, prefix - index * 8))
-            return keep == 0 ? 0 : byte & UInt8(truncatingIfNeeded: 0xFF << (8 - keep))
-        }
+        self.init(address: bytes, prefixLength: prefix)
     }
 
     public var description: String {

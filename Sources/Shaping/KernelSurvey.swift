@@ -87,12 +87,12 @@ public struct KernelSurvey: Sendable, Equatable {
         let ifbIndex = ifb?.index ?? 0
         func expected(_ tree: DirectionTree) -> [String] {
             [Self.line(tree.root)] + tree.leaves.map(Self.line) + tree.classes.map(Self.line)
-                + tree.filters.map { Self.line($0.encoded(redirectIndex: nil), parent: $0.parent) }
+                + tree.filters.map { Self.line($0, redirectIndex: nil) }
         }
         let wanted = [
             plan.target.interface: expected(plan.uplink)
                 + [Self.line(QdiscNode(parent: .ingressParent, handle: ReservedHandles.ingress, settings: .ingress))]
-                + plan.ingressRedirects.map { Self.line($0.encoded(redirectIndex: ifbIndex), parent: $0.parent) },
+                + plan.ingressRedirects.map { Self.line($0, redirectIndex: ifbIndex) },
             plan.target.ifb: expected(plan.downlink),
         ]
         let found = [
@@ -115,14 +115,27 @@ public struct KernelSurvey: Sendable, Equatable {
     }
 
     /// The objects of a device that linkcond's trees consist of, as comparable lines: its
-    /// reserved qdiscs, the ingress qdisc, the classes of its root, and the filters read.
+    /// qdiscs, the ingress qdisc, the classes of its root, and the filters read (flower ones
+    /// by priority and handle: their keys are rewritten when a tree is re-adopted).
     private static func lines(qdiscs: [QdiscInfo], classes: [ClassInfo], filters: [FilterInfo]) -> [String] {
-        let reserved = ReservedHandles.qdiscs + [ReservedHandles.ingress]
-        return qdiscs.filter { reserved.contains($0.handle) }.map { "qdisc \($0.kind) \($0.handle) parent \($0.parent)" }
+        qdiscs.filter { ReservedHandles.isLinkcondQdisc($0.handle) || $0.handle == ReservedHandles.ingress }
+            .map { "qdisc \($0.kind) \($0.handle) parent \($0.parent)" }
             + classes.filter { $0.handle.qdisc == ReservedHandles.root }.map { "class \($0.handle) parent \(planned(parentOf: $0))" }
-            + filters.filter(\.isU32Node).map { info in
-                info.u32Filter.map { line($0, parent: info.parent) } ?? "filter \(info.kind) prio \(info.priority) handle \(info.handle) (unrecognised action)"
+            + filters.filter { $0.isU32Node || $0.isFlowerFilter }.map { info in
+                if info.kind == "flower" { return flowerLine(priority: info.priority, handle: info.handle, parent: info.parent) }
+                return info.u32Filter.map { line($0, parent: info.parent) } ?? "filter \(info.kind) prio \(info.priority) handle \(info.handle) (unrecognised action)"
             }
+    }
+
+    private static func line(_ node: FilterNode, redirectIndex: Int32?) -> String {
+        if let handle = node.flowerHandle {
+            return flowerLine(priority: node.priority, handle: handle, parent: node.parent)
+        }
+        return node.encoded(redirectIndex: redirectIndex).map { line($0, parent: node.parent) } ?? "\(node)"
+    }
+
+    private static func flowerLine(priority: UInt16, handle: UInt32, parent: TrafficControlHandle) -> String {
+        "filter flower prio \(priority) handle \(String(handle, radix: 16)) on \(parent)"
     }
 
     /// A class's parent as a plan names it. htb dumps a class at the top of its qdisc with the

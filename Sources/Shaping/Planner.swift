@@ -25,11 +25,29 @@ public struct Planner: Sendable {
         self.exemptions = exemptions
     }
 
+    /// The tree of a target with one whole-interface condition.
     public func plan(_ profile: Profile, on target: ShapingTarget) -> TrafficPlan {
-        TrafficPlan(
+        plan(on: target, whole: profile, matches: [])!
+    }
+
+    /// The tree of a target with every condition on it: the whole-interface one (`whole`) and
+    /// those with a match. `nil` when there is none: the target has no tree.
+    ///
+    /// Each condition's objects depend on its own slot and profile alone, so adding, switching
+    /// or removing one leaves every other object of the tree as it is.
+    public func plan(on target: ShapingTarget, whole: Profile?, matches: [MatchedCondition]) -> TrafficPlan? {
+        guard whole != nil || !matches.isEmpty else { return nil }
+        let matches = matches.sorted { $0.slot < $1.slot }
+        return TrafficPlan(
             target: target,
-            uplink: tree(on: target.interface, conditions: profile.uplink, dnsDelay: profile.dnsDelay),
-            downlink: tree(on: target.ifb, conditions: profile.downlink, dnsDelay: nil),
+            uplink: tree(
+                on: target.interface, whole: whole.map { ($0.uplink, $0.dnsDelay) },
+                matches: matches.map { ($0.slot, $0.match, $0.profile.uplink) }, peerAs: .destination
+            ),
+            downlink: tree(
+                on: target.ifb, whole: whole.map { ($0.downlink, nil) },
+                matches: matches.map { ($0.slot, $0.match, $0.profile.downlink) }, peerAs: .source
+            ),
             ingressRedirects: [
                 redirect(.ipv4, priority: ReservedHandles.IngressPriority.ipv4, to: target.ifb),
                 redirect(.ipv6, priority: ReservedHandles.IngressPriority.ipv6, to: target.ifb),
@@ -37,18 +55,46 @@ public struct Planner: Sendable {
         )
     }
 
-    /// One direction's tree. `dnsDelay` is `nil` for the downlink, which has no DNS class.
-    func tree(on device: String, conditions: LinkConditions, dnsDelay: Delay?) -> DirectionTree {
-        let profileRate = conditions.bandwidth ?? Self.lineRate
-        let bulkNetem = netem(conditions, extraDelay: .zero)
+    typealias WholeDirection = (conditions: LinkConditions, dnsDelay: Delay?)
+    typealias MatchedDirection = (slot: UInt16, match: PeerMatch, conditions: LinkConditions)
 
-        var classes = [
-            htbClass(ReservedHandles.exemptClass, rate: Self.lineRate),
-            htbClass(ReservedHandles.profileClass, rate: profileRate),
-        ]
+    /// One direction's tree. A whole-interface `dnsDelay` is `nil` on the downlink, which has no
+    /// DNS class; `peerAs` is where a matched peer's address and port are in that direction's
+    /// packets.
+    func tree(on device: String, whole: WholeDirection?, matches: [MatchedDirection], peerAs: PacketMatch.Direction) -> DirectionTree {
+        var classes = [htbClass(ReservedHandles.exemptClass, rate: Self.lineRate)]
         var leaves = [
             QdiscNode(parent: ReservedHandles.exemptClass, handle: ReservedHandles.exemptLeaf, settings: .pfifo(limitPackets: 1000)),
         ]
+        var filters = exemptionFilters()
+        if let whole {
+            let (wholeClasses, wholeLeaves) = wholeInterfaceObjects(whole.conditions, dnsDelay: whole.dnsDelay)
+            classes += wholeClasses
+            leaves += wholeLeaves
+            filters += wholeInterfaceFilters(withDNS: whole.dnsDelay != nil)
+        }
+        for matched in matches {
+            let classID = ReservedHandles.matchClass(matched.slot)
+            classes.append(htbClass(classID, rate: matched.conditions.bandwidth ?? Self.lineRate))
+            leaves.append(QdiscNode(parent: classID, handle: ReservedHandles.matchLeaf(matched.slot), settings: .netem(netem(matched.conditions, extraDelay: .zero))))
+            filters += matchFilters(matched, peerAs: peerAs)
+        }
+        return DirectionTree(
+            device: device,
+            root: QdiscNode(parent: .root, handle: ReservedHandles.root, settings: .htb(defaultClass: ReservedHandles.exemptClass)),
+            classes: classes,
+            leaves: leaves,
+            filters: filters.sorted { ($0.priority, $0.flowerHandle ?? 0) < ($1.priority, $1.flowerHandle ?? 0) }
+        )
+    }
+
+    /// The whole-interface condition's classes and leaves: a parent at the profile's rate, with
+    /// its bulk traffic and, on the uplink, its DNS queries below.
+    func wholeInterfaceObjects(_ conditions: LinkConditions, dnsDelay: Delay?) -> ([ClassNode], [QdiscNode]) {
+        let profileRate = conditions.bandwidth ?? Self.lineRate
+        let bulkNetem = netem(conditions, extraDelay: .zero)
+        var classes = [htbClass(ReservedHandles.profileClass, rate: profileRate)]
+        var leaves: [QdiscNode] = []
         if let dnsDelay {
             // Both children may borrow up to the profile's rate; their guaranteed rates add up
             // to it, so together they never exceed it.
@@ -62,14 +108,7 @@ public struct Planner: Sendable {
             classes.append(htbClass(ReservedHandles.bulkClass, parent: ReservedHandles.profileClass, rate: profileRate))
             leaves.append(QdiscNode(parent: ReservedHandles.bulkClass, handle: ReservedHandles.bulkLeaf, settings: .netem(bulkNetem)))
         }
-
-        return DirectionTree(
-            device: device,
-            root: QdiscNode(parent: .root, handle: ReservedHandles.root, settings: .htb(defaultClass: ReservedHandles.exemptClass)),
-            classes: classes,
-            leaves: leaves,
-            filters: filters(withDNS: dnsDelay != nil)
-        )
+        return (classes, leaves)
     }
 
     // MARK: Classes and leaves
@@ -116,78 +155,83 @@ public struct Planner: Sendable {
 
     // MARK: Filters
 
-    func filters(withDNS: Bool) -> [FilterNode] {
-        var builder = FilterListBuilder(parent: ReservedHandles.root)
+    func exemptionFilters() -> [FilterNode] {
+        var builder = FilterListBuilder(parent: ReservedHandles.root, priority: ReservedHandles.Priority.exempt)
         let exempt = FilterNode.Target.classify(ReservedHandles.exemptClass)
-
-        builder.priority(ReservedHandles.Priority.exemptIPv4, .ipv4) { add in
-            add(PacketMatch.ipv4Port(67, transport: 17, .destination), exempt, "exempt DHCP to server")
-            add(PacketMatch.ipv4Port(68, transport: 17, .destination), exempt, "exempt DHCP to client")
-            for port in exemptions.ports {
-                add(PacketMatch.ipv4Port(port.port, transport: port.transport.ipProtocol, .source), exempt, "exempt \(port) source")
-                add(PacketMatch.ipv4Port(port.port, transport: port.transport.ipProtocol, .destination), exempt, "exempt \(port) destination")
-            }
-            for network in exemptions.networks where network.family == .ipv4 {
-                add(PacketMatch.ipv4Network(network, .source), exempt, "exempt from \(network)")
-                add(PacketMatch.ipv4Network(network, .destination), exempt, "exempt to \(network)")
+        builder.add(PacketMatch.port(67, .udp, .ipv4, .destination), exempt, "exempt DHCP to server")
+        builder.add(PacketMatch.port(68, .udp, .ipv4, .destination), exempt, "exempt DHCP to client")
+        for (index, key) in PacketMatch.neighbourDiscovery.enumerated() {
+            builder.add(key, exempt, "exempt neighbour discovery \(index + 1)")
+        }
+        builder.add(PacketMatch.port(546, .udp, .ipv6, .destination), exempt, "exempt DHCPv6 to client")
+        builder.add(PacketMatch.port(547, .udp, .ipv6, .destination), exempt, "exempt DHCPv6 to server")
+        for port in exemptions.ports {
+            for family in [EthernetProtocol.ipv4, .ipv6] {
+                builder.add(PacketMatch.port(port.port, port.transport, family, .source), exempt, "exempt \(port) source")
+                builder.add(PacketMatch.port(port.port, port.transport, family, .destination), exempt, "exempt \(port) destination")
             }
         }
-        builder.priority(ReservedHandles.Priority.exemptIPv6, .ipv6) { add in
-            for (index, keys) in PacketMatch.neighbourDiscovery.enumerated() {
-                add(keys, exempt, "exempt neighbour discovery \(index + 1)")
-            }
-            add(PacketMatch.ipv6Port(546, transport: 17, .destination), exempt, "exempt DHCPv6 to client")
-            add(PacketMatch.ipv6Port(547, transport: 17, .destination), exempt, "exempt DHCPv6 to server")
-            for port in exemptions.ports {
-                add(PacketMatch.ipv6Port(port.port, transport: port.transport.ipProtocol, .source), exempt, "exempt \(port) source")
-                add(PacketMatch.ipv6Port(port.port, transport: port.transport.ipProtocol, .destination), exempt, "exempt \(port) destination")
-            }
-            for network in exemptions.networks where network.family == .ipv6 {
-                add(PacketMatch.ipv6Network(network, .source), exempt, "exempt from \(network)")
-                add(PacketMatch.ipv6Network(network, .destination), exempt, "exempt to \(network)")
-            }
+        for network in exemptions.networks {
+            builder.add(PacketMatch.network(network, .source), exempt, "exempt from \(network)")
+            builder.add(PacketMatch.network(network, .destination), exempt, "exempt to \(network)")
         }
-        if withDNS {
-            let dns = FilterNode.Target.classify(ReservedHandles.dnsClass)
-            builder.priority(ReservedHandles.Priority.dnsIPv4, .ipv4) { add in
-                add(PacketMatch.ipv4Port(53, transport: 17, .destination), dns, "DNS query udp/53")
-                add(PacketMatch.ipv4Port(53, transport: 6, .destination), dns, "DNS query tcp/53")
-            }
-            builder.priority(ReservedHandles.Priority.dnsIPv6, .ipv6) { add in
-                add(PacketMatch.ipv6Port(53, transport: 17, .destination), dns, "DNS query udp/53")
-                add(PacketMatch.ipv6Port(53, transport: 6, .destination), dns, "DNS query tcp/53")
-            }
-        }
-        let bulk = FilterNode.Target.classify(ReservedHandles.bulkClass)
-        builder.priority(ReservedHandles.Priority.allIPv4, .ipv4) { add in add([], bulk, "all IPv4") }
-        builder.priority(ReservedHandles.Priority.allIPv6, .ipv6) { add in add([], bulk, "all IPv6") }
         return builder.filters
+    }
+
+    func wholeInterfaceFilters(withDNS: Bool) -> [FilterNode] {
+        var filters: [FilterNode] = []
+        if withDNS {
+            var builder = FilterListBuilder(parent: ReservedHandles.root, priority: ReservedHandles.Priority.dns)
+            let dns = FilterNode.Target.classify(ReservedHandles.dnsClass)
+            for family in [EthernetProtocol.ipv4, .ipv6] {
+                builder.add(PacketMatch.port(53, .udp, family, .destination), dns, "DNS query udp/53")
+                builder.add(PacketMatch.port(53, .tcp, family, .destination), dns, "DNS query tcp/53")
+            }
+            filters += builder.filters
+        }
+        var builder = FilterListBuilder(parent: ReservedHandles.root, priority: ReservedHandles.Priority.all)
+        let bulk = FilterNode.Target.classify(ReservedHandles.bulkClass)
+        builder.add(PacketMatch.all(.ipv4), bulk, "all IPv4")
+        builder.add(PacketMatch.all(.ipv6), bulk, "all IPv6")
+        return filters + builder.filters
+    }
+
+    /// A matched condition's filters, each at the priority of its specificity, with handles of
+    /// its slot's range.
+    func matchFilters(_ matched: MatchedDirection, peerAs: PacketMatch.Direction) -> [FilterNode] {
+        let target = FilterNode.Target.classify(ReservedHandles.matchClass(matched.slot))
+        let handles = ReservedHandles.matchFilterHandles(matched.slot)
+        return matched.match.keys(peerAs: peerAs).prefix(handles.count - 1).enumerated().map { offset, entry in
+            FilterNode(
+                parent: ReservedHandles.root,
+                priority: ReservedHandles.Priority.matches.upperBound - UInt16(entry.specificity),
+                protocolType: .all,
+                classifier: .flower(handle: handles.lowerBound + UInt32(offset) + 1, entry.key),
+                target: target,
+                purpose: "\(peerAs == .destination ? "to" : "from") \(matched.match)"
+            )
+        }
     }
 
     func redirect(_ protocolType: EthernetProtocol, priority: UInt16, to ifb: String) -> FilterNode {
         FilterNode(
             parent: ReservedHandles.ingress, priority: priority, protocolType: protocolType,
-            keys: [], target: .redirect(device: ifb),
+            classifier: .u32([]), target: .redirect(device: ifb),
             purpose: "redirect \(protocolType) ingress to \(ifb)"
         )
     }
 }
 
-/// Collects the filters of each priority, in the order they are evaluated.
+/// Numbers the flower filters of one priority from handle 1, in the order they are added.
 private struct FilterListBuilder {
     let parent: TrafficControlHandle
+    let priority: UInt16
     var filters: [FilterNode] = []
 
-    typealias Add = ([U32Key], FilterNode.Target, String) -> Void
-
-    mutating func priority(_ priority: UInt16, _ protocolType: EthernetProtocol, _ body: (Add) -> Void) {
-        var added: [FilterNode] = []
-        body { keys, target, purpose in
-            added.append(FilterNode(
-                parent: parent, priority: priority, protocolType: protocolType,
-                keys: keys, target: target, purpose: purpose
-            ))
-        }
-        filters += added
+    mutating func add(_ key: FlowerKey, _ target: FilterNode.Target, _ purpose: String) {
+        filters.append(FilterNode(
+            parent: parent, priority: priority, protocolType: .all,
+            classifier: .flower(handle: UInt32(filters.count + 1), key), target: target, purpose: purpose
+        ))
     }
 }

@@ -21,17 +21,44 @@ public enum ReservedHandles {
     public static let bulkLeaf = TrafficControlHandle(major: 0x7A10)
     public static let dnsLeaf = TrafficControlHandle(major: 0x7A11)
 
-    /// Every qdisc handle linkcond creates below a root it owns, the root included.
+    /// Every qdisc handle linkcond creates below a root it owns, the root included, but the
+    /// leaves of matched conditions (`matchLeaf`).
     public static let qdiscs = [root, exemptLeaf, bulkLeaf, dnsLeaf]
 
-    /// Filter priorities on the root htb; lower runs first. One protocol per priority.
+    /// Slots of conditions with a match: 1 up to this. Slot `n` has the class `7a00:(4000+n)`
+    /// and the leaf `(4000+n):`, both below the 0x8000 majors the kernel hands out.
+    public static let maximumMatchSlot: UInt16 = 0x2FFF
+    static let matchBase: UInt16 = 0x4000
+
+    public static func matchClass(_ slot: UInt16) -> TrafficControlHandle {
+        TrafficControlHandle(major: root.major, minor: matchBase + slot)
+    }
+
+    public static func matchLeaf(_ slot: UInt16) -> TrafficControlHandle {
+        TrafficControlHandle(major: matchBase + slot)
+    }
+
+    /// Whether a qdisc below linkcond's root is one linkcond creates.
+    public static func isLinkcondQdisc(_ handle: TrafficControlHandle) -> Bool {
+        qdiscs.contains(handle) || (handle.minor == 0 && (matchBase + 1...matchBase + maximumMatchSlot).contains(handle.major))
+    }
+
+    /// The first handle of a matched condition's filters; it has up to 256 (`slot << 8 | n`).
+    static func matchFilterHandles(_ slot: UInt16) -> ClosedRange<UInt32> {
+        UInt32(slot) << 8...UInt32(slot) << 8 | 0xFF
+    }
+
+    /// Filter priorities on the root htb; lower runs first. All are flower filters for every
+    /// link-layer protocol, so one priority holds IPv4 and IPv6 alike.
     public enum Priority {
-        public static let exemptIPv4: UInt16 = 1
-        public static let exemptIPv6: UInt16 = 2
-        public static let dnsIPv4: UInt16 = 3
-        public static let dnsIPv6: UInt16 = 4
-        public static let allIPv4: UInt16 = 5
-        public static let allIPv6: UInt16 = 6
+        /// SSH, DHCP, neighbour discovery and the exempt networks: before anything shapes.
+        public static let exempt: UInt16 = 1
+        /// Matched conditions, the most specific first: `matches.lowerBound` for a full-length
+        /// address with a port, up to `matches.upperBound` for any address without one.
+        public static let matches: ClosedRange<UInt16> = 0x100...0x100 + UInt16(PeerMatch.maximumSpecificity)
+        /// The whole-interface condition's DNS queries, then the rest of its traffic.
+        public static let dns: UInt16 = 0x300
+        public static let all: UInt16 = 0x301
     }
 
     /// Filter priorities on the interface's ingress qdisc (redirects to the IFB).

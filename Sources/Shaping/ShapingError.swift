@@ -83,11 +83,12 @@ extension ShapingError {
         case .createIFB:
             return unknownKind ? "ifb" : nil
         case .addFilter(_, let node):
-            if message.contains("classifier") { return "cls_u32" }
+            let classifier = node.flowerHandle == nil ? "cls_u32" : "cls_flower"
+            if message.contains("classifier") { return classifier }
             if message.contains("action") { return "act_mirred" }
             guard unknownKind else { return nil }
             if case .redirect = node.target { return "cls_u32 or act_mirred" }
-            return "cls_u32"
+            return classifier
         default:
             return nil
         }

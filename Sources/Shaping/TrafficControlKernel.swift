@@ -37,12 +37,25 @@ public final class NetlinkKernel: TrafficControlKernel {
             try socket.addHTBClass(interfaceIndex: try index(of: device), parent: node.parent, classID: node.classID, options: node.encoded)
         case .changeClass(let device, let node):
             try socket.changeHTBClass(interfaceIndex: try index(of: device), parent: node.parent, classID: node.classID, options: node.encoded)
+        case .deleteClass(let device, let node):
+            try socket.deleteClass(interfaceIndex: try index(of: device), classID: node.classID)
         case .addFilter(let device, let node):
+            if let flower = node.flowerFilter {
+                try socket.addFlowerFilter(interfaceIndex: try index(of: device), parent: node.parent, filter: flower)
+                return
+            }
             var redirectIndex: Int32?
             if case .redirect(let target) = node.target {
                 redirectIndex = try index(of: target)
             }
-            try socket.addU32Filter(interfaceIndex: try index(of: device), parent: node.parent, filter: node.encoded(redirectIndex: redirectIndex))
+            guard let u32 = node.encoded(redirectIndex: redirectIndex) else { preconditionFailure("a redirect is u32: \(node)") }
+            try socket.addU32Filter(interfaceIndex: try index(of: device), parent: node.parent, filter: u32)
+        case .replaceFilter(let device, let node):
+            guard let flower = node.flowerFilter else { preconditionFailure("only flower filters are replaced: \(node)") }
+            try socket.addFlowerFilter(interfaceIndex: try index(of: device), parent: node.parent, filter: flower, replacing: true)
+        case .deleteFilter(let device, let node):
+            guard let flower = node.flowerFilter else { preconditionFailure("only flower filters are deleted one by one: \(node)") }
+            try socket.deleteFlowerFilter(interfaceIndex: try index(of: device), parent: node.parent, priority: flower.priority, handle: flower.handle)
         }
     }
 

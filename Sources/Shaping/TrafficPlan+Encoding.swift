@@ -51,12 +51,20 @@ extension ClassNode {
 }
 
 extension FilterNode {
-    public func encoded(redirectIndex: Int32?) -> U32Filter {
+    /// The u32 filter to send; a flower node has none.
+    public func encoded(redirectIndex: Int32?) -> U32Filter? {
+        guard case .u32(let keys) = classifier else { return nil }
         let action: U32Action
         switch target {
         case .classify(let classID): action = .classify(classID)
         case .redirect: action = .redirect(toInterfaceIndex: redirectIndex ?? 0)
         }
         return U32Filter(priority: priority, protocolType: protocolType, keys: keys, action: action)
+    }
+
+    /// The flower filter to send; a u32 node has none, and flower filters only classify.
+    public var flowerFilter: FlowerFilter? {
+        guard case .flower(let handle, let key) = classifier, case .classify(let classID) = target else { return nil }
+        return FlowerFilter(priority: priority, handle: handle, key: key, classID: classID)
     }
 }

@@ -21,20 +21,30 @@ extension TrafficPlan {
         return steps
     }
 
-    /// Changes values in place to turn this plan into `next`; `nil` when the skeletons differ.
+    /// Turns this plan into `next` object by object; `nil` when the two are not of one target
+    /// (or differ in what every tree shares, the exemptions), which needs a rebuild.
     ///
-    /// Only objects whose values differ are touched. Each step's undo restores the old value.
+    /// Only objects that differ are touched: a condition switching profiles changes its own
+    /// classes and leaves in place, one added or removed adds or deletes its own objects. The
+    /// count of steps never depends on how many other conditions share the tree. Each step's
+    /// undo restores what was there before.
     public func changeSteps(to next: TrafficPlan) -> [PlannedStep]? {
-        guard hasSameSkeleton(as: next) else { return nil }
-        return uplink.changeSteps(to: next.uplink) + downlink.changeSteps(to: next.downlink)
+        guard target == next.target, ingressRedirects == next.ingressRedirects,
+              let uplinkSteps = uplink.changeSteps(to: next.uplink),
+              let downlinkSteps = downlink.changeSteps(to: next.downlink)
+        else { return nil }
+        return uplinkSteps + downlinkSteps
     }
 
     /// Writes every value of the plan into an existing tree of the same skeleton whose current
-    /// values are unknown (found after a restart). No undo: on failure, rebuild instead.
+    /// values are unknown (found after a restart): classes and leaves are changed, flower
+    /// filters replaced, so that keys no survey reads are the plan's too. No undo: on failure,
+    /// rebuild instead.
     public var rewriteSteps: [PlannedStep] {
         [uplink, downlink].flatMap { tree in
             tree.classes.map { PlannedStep(action: .changeClass(device: tree.device, $0), undo: nil) }
                 + tree.leaves.map { PlannedStep(action: .changeQdisc(device: tree.device, $0), undo: nil) }
+                + tree.filters.map { PlannedStep(action: .replaceFilter(device: tree.device, $0), undo: nil) }
         }
     }
 
@@ -68,13 +78,56 @@ extension DirectionTree {
         return steps
     }
 
-    func changeSteps(to next: DirectionTree) -> [PlannedStep] {
+    /// Removals first (filters, then leaves and classes, children before parents), then changes
+    /// in place, then additions (classes and leaves before the filters that lead to them).
+    func changeSteps(to next: DirectionTree) -> [PlannedStep]? {
+        guard device == next.device, root == next.root else { return nil }
+        let classesNow = Dictionary(uniqueKeysWithValues: classes.map { ($0.classID, $0) })
+        let classesNext = Dictionary(uniqueKeysWithValues: next.classes.map { ($0.classID, $0) })
+        let leavesNow = Dictionary(uniqueKeysWithValues: leaves.map { ($0.handle, $0) })
+        let leavesNext = Dictionary(uniqueKeysWithValues: next.leaves.map { ($0.handle, $0) })
+        let filtersNow = Dictionary(uniqueKeysWithValues: filters.map { ($0.identity, $0) })
+        let filtersNext = Dictionary(uniqueKeysWithValues: next.filters.map { ($0.identity, $0) })
+        guard filters.allSatisfy({ $0.flowerHandle != nil || filtersNext[$0.identity] != nil }),
+              next.filters.allSatisfy({ $0.flowerHandle != nil || filtersNow[$0.identity] != nil })
+        else { return nil }
+
         var steps: [PlannedStep] = []
-        for (old, new) in zip(classes, next.classes) where old != new {
-            steps.append(PlannedStep(action: .changeClass(device: device, new), undo: .changeClass(device: device, old)))
+        for filter in filters where filtersNext[filter.identity] == nil {
+            steps.append(PlannedStep(action: .deleteFilter(device: device, filter), undo: .addFilter(device: device, filter)))
         }
-        for (old, new) in zip(leaves, next.leaves) where old != new {
-            steps.append(PlannedStep(action: .changeQdisc(device: device, new), undo: .changeQdisc(device: device, old)))
+        for leaf in leaves where leavesNext[leaf.handle] == nil {
+            steps.append(PlannedStep(
+                action: .deleteQdisc(device: device, parent: leaf.parent, handle: leaf.handle), undo: .addQdisc(device: device, leaf)
+            ))
+        }
+        for node in classes.reversed() where classesNext[node.classID] == nil {
+            steps.append(PlannedStep(action: .deleteClass(device: device, node), undo: .addClass(device: device, node)))
+        }
+        for node in next.classes {
+            if let old = classesNow[node.classID], old != node {
+                steps.append(PlannedStep(action: .changeClass(device: device, node), undo: .changeClass(device: device, old)))
+            }
+        }
+        for leaf in next.leaves {
+            guard let old = leavesNow[leaf.handle], old != leaf else { continue }
+            guard old.parent == leaf.parent, old.settings.kind == leaf.settings.kind else { return nil }
+            steps.append(PlannedStep(action: .changeQdisc(device: device, leaf), undo: .changeQdisc(device: device, old)))
+        }
+        for filter in next.filters {
+            if let old = filtersNow[filter.identity], old != filter {
+                steps.append(PlannedStep(action: .replaceFilter(device: device, filter), undo: .replaceFilter(device: device, old)))
+            }
+        }
+        for node in next.classes where classesNow[node.classID] == nil {
+            steps.append(PlannedStep(action: .addClass(device: device, node), undo: .deleteClass(device: device, node)))
+        }
+        for leaf in next.leaves where leavesNow[leaf.handle] == nil {
+            // Goes with its class if a later step fails.
+            steps.append(PlannedStep(action: .addQdisc(device: device, leaf), undo: nil))
+        }
+        for filter in next.filters where filtersNow[filter.identity] == nil {
+            steps.append(PlannedStep(action: .addFilter(device: device, filter), undo: .deleteFilter(device: device, filter)))
         }
         return steps
     }

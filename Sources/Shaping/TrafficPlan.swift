@@ -34,7 +34,7 @@ public struct DirectionTree: Hashable, Sendable {
 
     /// Everything but the values that switching profiles may change.
     var skeleton: [String] {
-        [root.identity] + classes.map(\.identity) + leaves.map(\.identity) + filters.map { "\($0)" }
+        [root.identity] + classes.map(\.identity) + leaves.map(\.identity) + filters.map(\.identity)
     }
 }
 
@@ -86,7 +86,7 @@ public struct ClassNode: Hashable, Sendable {
     var identity: String { "class \(classID) parent \(parent)" }
 }
 
-/// A u32 filter and what it is for.
+/// A filter and what it is for.
 public struct FilterNode: Hashable, Sendable, CustomStringConvertible {
     public enum Target: Hashable, Sendable {
         case classify(TrafficControlHandle)
@@ -94,16 +94,53 @@ public struct FilterNode: Hashable, Sendable, CustomStringConvertible {
         case redirect(device: String)
     }
 
+    /// How the filter picks packets.
+    public enum Classifier: Hashable, Sendable {
+        /// u32 keys at fixed offsets: only the ingress redirects, which match every packet of
+        /// their protocol, use it.
+        case u32([U32Key])
+        /// flower, with a handle linkcond chooses so the filter can be replaced and deleted alone.
+        case flower(handle: UInt32, FlowerKey)
+    }
+
     /// The qdisc the filter hangs from.
     public var parent: TrafficControlHandle
     public var priority: UInt16
     public var protocolType: EthernetProtocol
-    public var keys: [U32Key]
+    public var classifier: Classifier
     public var target: Target
     /// For people reading logs: `exempt tcp/22 source`.
     public var purpose: String
 
+    public init(
+        parent: TrafficControlHandle, priority: UInt16, protocolType: EthernetProtocol, classifier: Classifier,
+        target: Target, purpose: String
+    ) {
+        self.parent = parent
+        self.priority = priority
+        self.protocolType = protocolType
+        self.classifier = classifier
+        self.target = target
+        self.purpose = purpose
+    }
+
+    /// The flower handle, `nil` for u32.
+    public var flowerHandle: UInt32? {
+        if case .flower(let handle, _) = classifier { return handle }
+        return nil
+    }
+
+    /// What stays the same when a filter is replaced in place: where it hangs, its priority and
+    /// handle. u32 filters, numbered by the kernel, are their whole content.
+    var identity: String {
+        switch classifier {
+        case .flower(let handle, _): return "filter flower prio \(priority) handle \(String(handle, radix: 16)) parent \(parent)"
+        case .u32: return "\(self) \(classifier)"
+        }
+    }
+
     public var description: String {
-        "filter \(protocolType) prio \(priority) (\(purpose))"
+        let kind = flowerHandle.map { "flower handle \(String($0, radix: 16))" } ?? "u32 \(protocolType)"
+        return "filter \(kind) prio \(priority) (\(purpose))"
     }
 }

@@ -9,7 +9,13 @@ public enum TrafficStep: Hashable, Sendable, CustomStringConvertible {
     case deleteQdisc(device: String, parent: TrafficControlHandle, handle: TrafficControlHandle)
     case addClass(device: String, ClassNode)
     case changeClass(device: String, ClassNode)
+    /// Deletes the class with the qdisc below it.
+    case deleteClass(device: String, ClassNode)
     case addFilter(device: String, FilterNode)
+    /// Swaps a flower filter's keys and class for the node's, in one step.
+    case replaceFilter(device: String, FilterNode)
+    /// Deletes one flower filter by its handle.
+    case deleteFilter(device: String, FilterNode)
 
     public var description: String {
         switch self {
@@ -20,14 +26,17 @@ public enum TrafficStep: Hashable, Sendable, CustomStringConvertible {
         case .deleteQdisc(let device, let parent, let handle): return "delete qdisc \(handle) parent \(parent) on \(device)"
         case .addClass(let device, let node): return "add \(node.identity) on \(device)"
         case .changeClass(let device, let node): return "change \(node.identity) on \(device)"
+        case .deleteClass(let device, let node): return "delete \(node.identity) on \(device)"
         case .addFilter(let device, let node): return "add \(node) on \(device)"
+        case .replaceFilter(let device, let node): return "replace \(node) on \(device)"
+        case .deleteFilter(let device, let node): return "delete \(node) on \(device)"
         }
     }
 
     /// Whether the kernel answering "no such object" means the step's goal already holds.
     var isRemoval: Bool {
         switch self {
-        case .deleteLink, .deleteQdisc: return true
+        case .deleteLink, .deleteQdisc, .deleteClass, .deleteFilter: return true
         default: return false
         }
     }

@@ -59,7 +59,8 @@ enum KernelModules {
     static let needed = [
         ("sch_netem", "NET_SCH_NETEM", "delay, jitter and loss"), ("sch_htb", "NET_SCH_HTB", "bandwidth"),
         ("sch_ingress", "NET_SCH_INGRESS", "the downlink"), ("ifb", "IFB", "the downlink"),
-        ("cls_u32", "NET_CLS_U32", "classifying packets"), ("act_mirred", "NET_ACT_MIRRED", "the downlink"),
+        ("cls_u32", "NET_CLS_U32", "the downlink"), ("cls_flower", "NET_CLS_FLOWER", "classifying packets"),
+        ("act_mirred", "NET_ACT_MIRRED", "the downlink"),
     ]
 
     static func findings(release: String = kernelRelease(), root: String = "") -> [Finding] {

@@ -1,8 +1,8 @@
 import ArgumentParser
 import ControlAPI
 
-/// `--interface`, `--netns`, `--pid`: which condition a command is about. Without them, the
-/// daemon's own interface.
+/// `--interface`, `--netns`, `--pid`, `--to`: which condition a command is about. Without them,
+/// the daemon's own interface.
 struct TargetOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "The interface whose condition this is about; default: the one linkcondd was started for. Each interface has a condition of its own.",
@@ -21,6 +21,12 @@ struct TargetOptions: ParsableArguments {
         valueName: "pid"
     ))
     var pid: String?
+
+    @Option(help: ArgumentHelp(
+        "Only the traffic exchanged with this peer: an address, a network or '*', with an optional port and transport (10.0.0.5, 10.0.0.0/8, 10.0.0.5:443, [2001:db8::1]:443, *:53/udp). Each peer has a condition of its own; the rest of the interface keeps its own.",
+        valueName: "peer"
+    ))
+    var to: String?
 
     func validate() throws {
         _ = try conditionID()
@@ -47,16 +53,25 @@ struct TargetOptions: ParsableArguments {
             case .failure(let error): throw ValidationError("--pid \(error)")
             }
         }
+        var peer: PeerSpec?
+        if let to {
+            do {
+                peer = try PeerSpec(parsing: to)
+            } catch {
+                throw ValidationError("--to \(error)")
+            }
+        }
         guard let interface else {
             if let namespace {
                 throw ValidationError("--\(namespace.isNamed ? "netns" : "pid") needs --interface: the interface inside that namespace (eth0 in a Docker container)")
             }
-            return nil
+            // `@PEER`: the daemon's own interface.
+            return peer.map { ConditionID(interface: "", peer: $0) }
         }
         if let problem = InterfaceName.problem(interface) {
             throw ValidationError("--interface \(interface): \(problem)")
         }
-        return ConditionID(interface: interface, namespace: namespace)
+        return ConditionID(interface: interface, namespace: namespace, peer: peer)
     }
 }
 

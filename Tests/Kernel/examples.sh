@@ -25,7 +25,7 @@ cleanup() {
     ip link del eth1 2>/dev/null
 }
 trap cleanup EXIT
-modprobe -a veth sch_netem sch_htb sch_ingress ifb cls_u32 act_mirred
+modprobe -a veth sch_netem sch_htb sch_ingress ifb cls_u32 cls_flower act_mirred
 ip link del eth0 2>/dev/null || true
 ip link del eth1 2>/dev/null || true
 ip netns del "$WWW" 2>/dev/null || true

@@ -69,7 +69,11 @@ def generate(count, rng):
                  "/v1/status\x7f", "/v1/st\u00e4tus", "/V1/STATUS", "/v1/debug/fault", "/v1/conditionz",
                  "/v1/conditions/a%2Fb", "/v1/conditions/..", "/v1/conditions/" + "x" * 5000, "/v1/conditions/%00",
                  "/v1/conditions/eth0:1", "/v1/conditions/%C0%AF", "/v1/conditions/no-such-if", "/v1/conditions/lo/lease/x",
-                 "/v1/conditions//lease"]:
+                 "/v1/conditions//lease", "/v1/conditions/lo%40", "/v1/conditions/lo%40999.1.1.1",
+                 "/v1/conditions/lo%401.2.3.4%3A0", "/v1/conditions/%40%5B%3A%3A1", "/v1/conditions/lo%40%2A",
+                 "/v1/conditions/lo%40a%40b", "/v1/conditions/lo%401.2.3.4%2F33", "/v1/conditions/%401.2.3.4%3A80%2Fsctp",
+                 "/v1/conditions/%40" + "9" * 3000, "/v1/conditions/netns%2F..%2Feth0", "/v1/conditions/pid%2F0%2Feth0",
+                 "/v1/conditions/pid%2F99999999999%2Feth0%401.2.3.4"]:
         cases.append(case("path %r" % path[:40], request("GET", path)))
     # Queries.
     for query in ["=", "=x", "&&&", "a=1&a=2", "%", "%zz=1", "limit=-1", "limit=1e9", "limit=999999999999999999999",

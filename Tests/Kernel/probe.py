@@ -110,11 +110,17 @@ class Server:
         self.counter = None
 
     def udp_echo(self, port):
+        """Replies from the address each datagram was sent to (IPV6_PKTINFO, which also carries
+        IPv4-mapped addresses), so that a server with several addresses on one link answers as
+        each of them; routing alone would pick one source for all."""
         s = dual_stack(socket.SOCK_DGRAM, port)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVPKTINFO, 1)
         while True:
-            data, addr = s.recvfrom(65535)
+            data, ancillary, _, addr = s.recvmsg(65535, socket.CMSG_SPACE(20))
+            reply_from = [(level, kind, info[:16] + bytes(4)) for level, kind, info in ancillary
+                          if level == socket.IPPROTO_IPV6 and kind == socket.IPV6_PKTINFO and len(info) >= 20]
             try:
-                s.sendto(data, addr)
+                s.sendmsg([data], reply_from, 0, addr)
             except OSError:
                 pass
 

@@ -106,7 +106,7 @@ activate_ok() {
 
 # ------------------------------------------------------------------ 1
 log "1. kernel without sch_netem: activation fails cleanly"
-modprobe -a veth sch_htb sch_ingress cls_u32 act_mirred
+modprobe -a veth sch_htb sch_ingress cls_u32 cls_flower act_mirred
 modprobe ifb numifbs=0
 MODPROBE_ORIG=$(cat /proc/sys/kernel/modprobe)
 echo /bin/false >/proc/sys/kernel/modprobe
@@ -126,7 +126,7 @@ check_snapshot "no netem: rolled back" "$WORK/snap.before"
 check_status "no netem: status" false null
 echo "$MODPROBE_ORIG" >/proc/sys/kernel/modprobe
 MODPROBE_ORIG=""
-modprobe -a sch_netem sch_htb sch_ingress cls_u32 act_mirred
+modprobe -a sch_netem sch_htb sch_ingress cls_u32 cls_flower act_mirred
 [[ -d /sys/module/sch_netem ]] || fatal "modprobe sch_netem failed"
 
 # ------------------------------------------------------------------ 2

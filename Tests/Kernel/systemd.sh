@@ -62,7 +62,7 @@ journal_json() { journalctl -u "$SVC" -o json --no-pager "$@" 2>/dev/null; }
 
 # --- The interface, and a way to read everything linkcond may change on it. The same script
 # takes the snapshots of the test and the one ExecStopPost takes (see below).
-modprobe -a sch_netem sch_htb ifb act_mirred cls_u32 veth 2>/dev/null || true # else autoloaded
+modprobe -a sch_netem sch_htb ifb act_mirred cls_u32 cls_flower veth 2>/dev/null || true # else autoloaded
 mkdir -p "$T/profiles" "$T/stoppost"
 cat >"$T/snapshot" <<'SNAP'
 #!/bin/sh

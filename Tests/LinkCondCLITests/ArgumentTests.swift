@@ -134,13 +134,13 @@ struct DoctorTests {
 
     @Test("A kernel with netem as a module passes; one without fails, naming the fix for Ubuntu")
     func modules() throws {
-        let dep = ["sch_netem", "sch_htb", "sch_ingress", "ifb", "cls_u32", "act_mirred"]
+        let dep = ["sch_netem", "sch_htb", "sch_ingress", "ifb", "cls_u32", "cls_flower", "act_mirred"]
             .map { "kernel/net/sched/\($0).ko.xz: kernel/net/core/x.ko.xz" }.joined(separator: "\n")
         let good = try root(config: nil, modulesDep: dep, loaded: ["sch_htb"])
         defer { try? FileManager.default.removeItem(atPath: good) }
         #expect(KernelModules.findings(release: "6.9.0", root: good).allSatisfy { $0.level == .ok })
 
-        let config = "CONFIG_NET_SCH_HTB=y\n# CONFIG_NET_SCH_NETEM is not set\nCONFIG_NET_SCH_INGRESS=y\nCONFIG_IFB=y\nCONFIG_NET_CLS_U32=y\nCONFIG_NET_ACT_MIRRED=y\n"
+        let config = "CONFIG_NET_SCH_HTB=y\n# CONFIG_NET_SCH_NETEM is not set\nCONFIG_NET_SCH_INGRESS=y\nCONFIG_IFB=y\nCONFIG_NET_CLS_U32=y\nCONFIG_NET_CLS_FLOWER=y\nCONFIG_NET_ACT_MIRRED=y\n"
         let bad = try root(config: config, modulesDep: "", loaded: [], ubuntu: true)
         defer { try? FileManager.default.removeItem(atPath: bad) }
         let findings = KernelModules.findings(release: "6.9.0", root: bad)
@@ -148,6 +148,6 @@ struct DoctorTests {
         #expect(netem.level == .fail)
         #expect(netem.message.contains("CONFIG_NET_SCH_NETEM is not set"))
         #expect(netem.fix?.contains("linux-modules-extra-6.9.0") == true)
-        #expect(findings.filter { $0.level == .ok }.count == 5)
+        #expect(findings.filter { $0.level == .ok }.count == 6)
     }
 }

@@ -17,7 +17,8 @@ struct ConditionSetTests {
             switch step {
             case .createIFB(let name), .deleteLink(let name): return name
             case .addQdisc(let device, _), .changeQdisc(let device, _), .addClass(let device, _), .changeClass(let device, _),
-                .addFilter(let device, _), .deleteQdisc(let device, _, _):
+                .deleteClass(let device, _), .addFilter(let device, _), .replaceFilter(let device, _), .deleteFilter(let device, _),
+                .deleteQdisc(let device, _, _):
                 return device
             }
         })

@@ -208,7 +208,13 @@ struct RecoveryTests {
         try await restarted.recover()
         #expect(await restarted.status().profile?.name == "Slow Net")
         let recoverySteps = kernel.executed[stepsBefore...]
-        #expect(recoverySteps.allSatisfy { if case .changeClass = $0 { return true }; if case .changeQdisc = $0 { return true }; return false })
+        // Values rewritten in place (classes, leaves, and flower filters replaced by handle); nothing added or deleted.
+        #expect(recoverySteps.allSatisfy { step in
+            switch step {
+            case .changeClass, .changeQdisc, .replaceFilter: return true
+            default: return false
+            }
+        })
         #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
     }
 
@@ -220,14 +226,14 @@ struct RecoveryTests {
         // The first daemon's event loop stops with it, as a killed process's timers do.
         let doomed = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         _ = try await TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path, eventLoop: doomed.next())
-            .activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 2000))
+            .activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 4000))
         try await doomed.shutdownGracefully()
         let restarted = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
         try await restarted.recover()
         let status = await restarted.status()
         #expect(status.lease?.holder.uid == 1000)
         #expect(try TestDaemon.conditionInKernel(kernel) == "Nasty Net")
-        try await Task.sleep(for: .milliseconds(3000))
+        try await Task.sleep(for: .milliseconds(5000))
         #expect(try TestDaemon.conditionInKernel(kernel) == nil)
     }
 

@@ -130,7 +130,7 @@ struct WholeTreeRecoveryTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let kernel = FakeKernel(interfaces: ["eth0"])
         _ = try await TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path).activate("Slow Net", by: TestDaemon.root)
-        kernel.removeFilters(on: "eth0", parent: ReservedHandles.root, priority: ReservedHandles.Priority.allIPv6)
+        kernel.removeFilters(on: "eth0", parent: ReservedHandles.root, priority: ReservedHandles.Priority.all)
         let restarted = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
         try await restarted.recover()
         #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")

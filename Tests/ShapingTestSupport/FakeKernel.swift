@@ -84,7 +84,7 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
         lines += state.qdiscs.map(\.description).sorted()
         lines += state.classes.map { "\($0)" }.sorted()
         lines += state.filters.sorted { $0.key.rawValue < $1.key.rawValue }.flatMap { parent, filters in
-            filters.map { "filter on \(parent): \($0) \($0.keys) \($0.target)" }
+            filters.map { "filter on \(parent): \($0) \($0.classifier) \($0.target)" }
         }
         return lines.joined(separator: "\n")
     }
@@ -143,13 +143,39 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
                 guard let index = state.classes.firstIndex(where: { $0.classID == node.classID }) else { throw Self.error(ENOENT, step) }
                 state.classes[index] = node
             }
+        case .deleteClass(let device, let node):
+            try modify(device, step) { state throws(NetlinkError) in
+                guard state.classes.contains(where: { $0.classID == node.classID }) else { throw Self.error(ENOENT, step) }
+                let busy = state.classes.contains { $0.parent == node.classID }
+                    || state.filters.values.joined().contains { $0.target == .classify(node.classID) }
+                guard !busy else { throw Self.error(EBUSY, step) }
+                state.classes.removeAll { $0.classID == node.classID }
+                if let leaf = state.qdiscs.first(where: { $0.parent == node.classID }) {
+                    Self.removeTree(leaf.handle, from: &state)
+                }
+            }
         case .addFilter(let device, let node):
             if case .redirect(let target) = node.target, _devices[target] == nil {
                 throw Self.error(ENODEV, step)
             }
             try modify(device, step) { state throws(NetlinkError) in
                 guard state.qdiscs.contains(where: { $0.handle == node.parent }) else { throw Self.error(EINVAL, step) }
+                if let handle = node.flowerHandle {
+                    let taken = state.filters[node.parent, default: []].contains { $0.priority == node.priority && $0.flowerHandle == handle }
+                    guard !taken else { throw Self.error(EEXIST, step) }
+                }
                 state.filters[node.parent, default: []].append(node)
+            }
+        case .replaceFilter(let device, let node), .deleteFilter(let device, let node):
+            try modify(device, step) { state throws(NetlinkError) in
+                guard let index = state.filters[node.parent, default: []].firstIndex(where: {
+                    $0.priority == node.priority && $0.flowerHandle != nil && $0.flowerHandle == node.flowerHandle
+                }) else { throw Self.error(ENOENT, step) }
+                if case .replaceFilter = step {
+                    state.filters[node.parent]![index] = node
+                } else {
+                    state.filters[node.parent]!.remove(at: index)
+                }
             }
         }
     }
@@ -181,7 +207,12 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
             case .redirect(let name): redirect = devices[name]?.index ?? 0
             case .classify(let target): classID = target
             }
-            let encoded = filter.encoded(redirectIndex: redirect)
+            guard let encoded = filter.encoded(redirectIndex: redirect) else {
+                return FilterInfo(
+                    parent: parent, priority: filter.priority, protocolType: filter.protocolType,
+                    handle: filter.flowerHandle ?? 0, kind: "flower", classID: classID, redirectInterfaceIndex: nil
+                )
+            }
             return FilterInfo(
                 parent: parent, priority: filter.priority, protocolType: filter.protocolType,
                 handle: 0x8000_0800 + UInt32(offset), kind: "u32", classID: classID, redirectInterfaceIndex: redirect,

@@ -37,7 +37,21 @@ struct EncodingTests {
     @Test("Redirect filters carry the target's interface index")
     func redirect() throws {
         let filter = try #require(Fixtures.plan(Fixtures.slowNet).ingressRedirects.first)
-        #expect(filter.encoded(redirectIndex: 7).action == .redirect(toInterfaceIndex: 7))
+        #expect(filter.encoded(redirectIndex: 7)?.action == .redirect(toInterfaceIndex: 7))
+        #expect(filter.flowerFilter == nil)
+    }
+
+    @Test("Root filters are flower filters with their handle, priority, keys and class; they have no u32 form")
+    func flowerFilters() throws {
+        let plan = Fixtures.plan(Fixtures.slowNet)
+        let catchAll = try #require(plan.uplink.filters.first { $0.purpose == "all IPv6" })
+        #expect(catchAll.encoded(redirectIndex: nil) == nil)
+        let flower = try #require(catchAll.flowerFilter)
+        #expect(flower.priority == ReservedHandles.Priority.all)
+        #expect(flower.handle == catchAll.flowerHandle)
+        #expect(flower.key == FlowerKey(etherType: .ipv6))
+        #expect(flower.classID == ReservedHandles.bulkClass)
+        #expect(plan.uplink.filters.allSatisfy { $0.flowerFilter?.key.isConsistent == true && $0.protocolType == .all })
     }
 }
 

@@ -196,6 +196,9 @@ struct RefusalTests {
         let step = TrafficStep.addFilter(device: "eth0", redirect)
         #expect(ShapingError(step: step, refusal: FakeKernel.error(ENOENT, step, message: "TC classifier not found")).message.contains("cls_u32"))
         #expect(ShapingError(step: step, refusal: FakeKernel.error(ENOENT, step, message: "Failed to load TC action module")).message.contains("act_mirred"))
+        let classify = try #require(Fixtures.plan(Fixtures.slowNet).uplink.filters.first)
+        let flowerStep = TrafficStep.addFilter(device: "eth0", classify)
+        #expect(ShapingError(step: flowerStep, refusal: FakeKernel.error(ENOENT, flowerStep, message: "TC classifier not found")).message.contains("cls_flower"))
     }
 
     @Test("EPERM says root or CAP_NET_ADMIN")

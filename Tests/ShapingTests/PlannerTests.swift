@@ -99,21 +99,37 @@ struct PlannerTests {
         let priorities = plan.uplink.filters.map(\.priority)
         #expect(priorities == priorities.sorted())
         let last = try #require(plan.uplink.filters.last)
-        #expect(last.keys.isEmpty)
-        #expect(last.protocolType == .ipv6)
+        #expect(last.classifier == .flower(handle: 2, FlowerKey(etherType: .ipv6)))
+        #expect(last.priority == ReservedHandles.Priority.all)
         #expect(last.target == .classify(ReservedHandles.bulkClass))
-        for protocolType in [EthernetProtocol.ipv4, .ipv6] {
-            // One catch-all per protocol, evaluated after every other filter of that protocol.
-            let ofProtocol = plan.uplink.filters.filter { $0.protocolType == protocolType }
-            let catchAll = ofProtocol.filter { $0.keys.isEmpty }
+        for etherType in [EthernetProtocol.ipv4, .ipv6] {
+            // One catch-all per IP version, evaluated after every other filter of that version.
+            let ofVersion = plan.uplink.filters.filter { $0.flowerFilter?.key.etherType == etherType }
+            let catchAll = ofVersion.filter { $0.flowerFilter?.key == FlowerKey(etherType: etherType) }
             #expect(catchAll.count == 1)
-            let others = ofProtocol.filter { !$0.keys.isEmpty }
+            let others = ofVersion.filter { $0.flowerFilter?.key != FlowerKey(etherType: etherType) }
             #expect(!others.isEmpty)
             #expect(others.allSatisfy { $0.priority < catchAll[0].priority })
         }
-        // One protocol per priority.
-        let protocolsByPriority = Dictionary(grouping: plan.uplink.filters, by: \.priority).mapValues { Set($0.map(\.protocolType)) }
-        #expect(protocolsByPriority.values.allSatisfy { $0.count == 1 })
+        // Every root filter is flower for every link-layer protocol (so VLAN-tagged frames are
+        // seen), with keys the kernel honours, and one handle per priority.
+        #expect(plan.uplink.filters.allSatisfy { $0.protocolType == .all && $0.flowerFilter?.key.isConsistent == true })
+        let places = plan.uplink.filters.map { "\($0.priority)/\($0.flowerHandle ?? 0)" }
+        #expect(Set(places).count == places.count)
+    }
+
+    @Test("Every exemption is at the exempt priority, before anything shapes")
+    func exemptionsFirst() {
+        let exemptions = Exemptions(ports: [Exemptions.ssh], networks: [try! IPNetwork(parsing: "10.1.0.0/16")])
+        for tree in [Fixtures.plan(Fixtures.slowNet, exemptions: exemptions).uplink, Fixtures.plan(Fixtures.slowNet, exemptions: exemptions).downlink] {
+            let exempt = tree.filters.filter { $0.target == .classify(ReservedHandles.exemptClass) }
+            // DHCP 2, neighbour discovery 2 (masked types), DHCPv6 2, SSH 4, one network 2.
+            #expect(exempt.count == 12)
+            #expect(exempt.allSatisfy { $0.priority == ReservedHandles.Priority.exempt })
+            #expect(tree.filters.filter { $0.priority == ReservedHandles.Priority.exempt } == exempt)
+            let firstShaping = tree.filters.firstIndex { $0.target != .classify(ReservedHandles.exemptClass) } ?? tree.filters.endIndex
+            #expect(tree.filters[..<firstShaping].count == exempt.count)
+        }
     }
 
     @Test("SSH is exempt both ways, as source and destination port, over IPv4 and IPv6")
@@ -122,10 +138,15 @@ struct PlannerTests {
             let exempt = tree.filters.filter { $0.target == .classify(ReservedHandles.exemptClass) }
             let ssh = exempt.filter { $0.purpose.contains("tcp/22") }
             #expect(ssh.count == 4)
-            #expect(ssh.contains { $0.protocolType == .ipv4 && $0.keys.contains(U32Key(offset: 20, value: 22 << 16, mask: 0xFFFF_0000)) })
-            #expect(ssh.contains { $0.protocolType == .ipv4 && $0.keys.contains(U32Key(offset: 20, value: 22, mask: 0xFFFF)) })
-            #expect(ssh.contains { $0.protocolType == .ipv6 && $0.keys.contains(U32Key(offset: 40, value: 22 << 16, mask: 0xFFFF_0000)) })
-            #expect(ssh.contains { $0.protocolType == .ipv6 && $0.keys.contains(U32Key(offset: 40, value: 22, mask: 0xFFFF)) })
+            #expect(ssh.allSatisfy { $0.priority == ReservedHandles.Priority.exempt && $0.protocolType == .all })
+            let keys = Set(ssh.compactMap { $0.flowerFilter?.key })
+            #expect(keys == [
+                FlowerKey(etherType: .ipv4, ipProtocol: 6, sourcePort: 22),
+                FlowerKey(etherType: .ipv4, ipProtocol: 6, destinationPort: 22),
+                FlowerKey(etherType: .ipv6, ipProtocol: 6, sourcePort: 22),
+                FlowerKey(etherType: .ipv6, ipProtocol: 6, destinationPort: 22),
+            ])
+            #expect(ssh.compactMap(\.flowerFilter).allSatisfy { $0.classID == ReservedHandles.exemptClass })
         }
     }
 
@@ -135,18 +156,18 @@ struct PlannerTests {
         let exempt = plan.uplink.filters.filter { $0.target == .classify(ReservedHandles.exemptClass) }
         #expect(exempt.allSatisfy { $0.purpose.contains("neighbour discovery") || $0.purpose.contains("DHCP") })
         #expect(exempt.filter { $0.purpose.contains("neighbour discovery") }.count == 2)
+        #expect(exempt.filter { $0.purpose.contains("DHCP") }.count == 4)
     }
 
     @Test("Neighbour discovery: ICMPv6 types 133 to 137 match, echo requests do not")
     func neighbourDiscovery() throws {
         let plan = Fixtures.plan(Fixtures.blackHole)
-        let nd = plan.uplink.filters.filter { $0.purpose.contains("neighbour discovery") }
+        let nd = plan.uplink.filters.filter { $0.purpose.contains("neighbour discovery") }.compactMap(\.flowerFilter)
+        #expect(nd.allSatisfy { $0.key.etherType == .ipv6 && $0.key.ipProtocol == 58 && $0.key.isConsistent })
         func matches(type: UInt8) -> Bool {
-            let word = UInt32(type) << 24
-            return nd.contains { filter in
-                filter.keys.allSatisfy { key in
-                    key.offset == 4 ? (58 << 8) & key.mask == key.value : word & key.mask == key.value
-                }
+            nd.contains { filter in
+                guard let icmp = filter.key.icmpv6Type else { return false }
+                return type & icmp.mask == icmp.value
             }
         }
         for type: UInt8 in 133...137 {
@@ -154,34 +175,32 @@ struct PlannerTests {
         }
         #expect(!matches(type: 128))
         #expect(!matches(type: 129))
+        #expect(!matches(type: 138))
     }
 
-    @Test("Exempt networks match source or destination with the prefix's words only")
+    @Test("Exempt networks match source or destination with the prefix only")
     func exemptNetworks() throws {
         let exemptions = Exemptions(
             ports: [],
             networks: [try IPNetwork(parsing: "10.1.0.0/16"), try IPNetwork(parsing: "fd00:1:2::/48")]
         )
         let filters = Fixtures.plan(Fixtures.blackHole, exemptions: exemptions).uplink.filters
-        let v4 = filters.filter { $0.purpose.contains("10.1.0.0/16") }
-        #expect(v4.map(\.keys) == [
-            [U32Key(offset: 12, value: 0x0A01_0000, mask: 0xFFFF_0000)],
-            [U32Key(offset: 16, value: 0x0A01_0000, mask: 0xFFFF_0000)],
-        ])
-        let v6 = filters.filter { $0.purpose.contains("fd00:1:2::/48") }
-        #expect(v6.count == 2)
-        #expect(v6[0].keys == [
-            U32Key(offset: 8, value: 0xFD00_0001, mask: .max),
-            U32Key(offset: 12, value: 0x0002_0000, mask: 0xFFFF_0000),
-        ])
-        #expect(v6[1].keys.map(\.offset) == [24, 28])
+        let v4 = filters.filter { $0.purpose.contains("10.1.0.0/16") }.compactMap(\.flowerFilter)
+        let v4Network = FlowerAddress(address: [10, 1, 0, 0], prefixLength: 16)
+        #expect(v4.map(\.key) == [FlowerKey(etherType: .ipv4, source: v4Network), FlowerKey(etherType: .ipv4, destination: v4Network)])
+        #expect(v4Network.mask == [0xFF, 0xFF, 0, 0])
+        let v6 = filters.filter { $0.purpose.contains("fd00:1:2::/48") }.compactMap(\.flowerFilter)
+        let v6Network = FlowerAddress(address: [0xFD, 0, 0, 1, 0, 2] + Array(repeating: 0, count: 10), prefixLength: 48)
+        #expect(v6.map(\.key) == [FlowerKey(etherType: .ipv6, source: v6Network), FlowerKey(etherType: .ipv6, destination: v6Network)])
+        #expect(v6Network.mask == [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF] + Array(repeating: 0, count: 10))
+        #expect((v4 + v6).allSatisfy { $0.priority == ReservedHandles.Priority.exempt && $0.classID == ReservedHandles.exemptClass })
     }
 
     @Test("Ingress redirects send IPv4 and IPv6, and nothing else, to the IFB")
     func ingressRedirects() {
         let plan = Fixtures.plan(Fixtures.slowNet)
         #expect(plan.ingressRedirects.map(\.protocolType) == [.ipv4, .ipv6])
-        #expect(plan.ingressRedirects.allSatisfy { $0.target == .redirect(device: "lc-eth0") && $0.keys.isEmpty })
+        #expect(plan.ingressRedirects.allSatisfy { $0.target == .redirect(device: "lc-eth0") && $0.classifier == .u32([]) })
         #expect(plan.downlink.device == "lc-eth0")
         #expect(plan.uplink.device == "eth0")
     }

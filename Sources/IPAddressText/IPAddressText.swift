@@ -1,7 +1,7 @@
 import Glibc
 
 /// Network-order bytes of an IPv4 or IPv6 address, or `nil` when `text` is neither.
-func parseIPAddress(_ text: String) -> [UInt8]? {
+public func parseIPAddress(_ text: String) -> [UInt8]? {
     var v4 = in_addr()
     if inet_pton(AF_INET, text, &v4) == 1 {
         return withUnsafeBytes(of: &v4) { Array($0) }
@@ -14,7 +14,7 @@ func parseIPAddress(_ text: String) -> [UInt8]? {
 }
 
 /// The canonical text of a 4- or 16-byte address.
-func formatIPAddress(_ bytes: [UInt8]) -> String {
+public func formatIPAddress(_ bytes: [UInt8]) -> String {
     let family = bytes.count == 4 ? AF_INET : AF_INET6
     var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
     let written = bytes.withUnsafeBytes { raw in

@@ -1,0 +1,95 @@
+import IPAddressText
+
+/// Whom a condition with a match shapes traffic with, as users write it after `--to`:
+/// an address (`10.0.0.5`, `2001:db8::1`), a network (`10.0.0.0/8`, `2001:db8::/32`) or `*` for
+/// any, optionally with a port (`10.0.0.5:443`, `[2001:db8::1]:443`, `*:8080`) and a transport
+/// (`:53/udp`; a port alone means TCP and UDP alike, as HTTP/3 runs on UDP 443).
+///
+/// Its `description` is the canonical text, part of the condition's id.
+public struct PeerSpec: Hashable, Sendable, CustomStringConvertible {
+    public enum Transport: String, Sendable, CaseIterable {
+        case tcp, udp
+    }
+
+    /// Network-order bytes (4 or 16, host bits cleared) and prefix; `nil` for any address.
+    public var address: [UInt8]?
+    public var prefixLength: Int
+    public var port: UInt16?
+    /// With a port: `nil` for both transports.
+    public var transport: Transport?
+
+    public init(parsing text: String) throws(PeerSpecError) {
+        guard !text.isEmpty, text.utf8.count <= 80 else { throw PeerSpecError(text: text, problem: "is empty or too long") }
+        var rest = Substring(text)
+        var transport: Transport?
+        for candidate in Transport.allCases where rest.hasSuffix("/" + candidate.rawValue) {
+            transport = candidate
+            rest = rest.dropLast(candidate.rawValue.count + 1)
+        }
+        var hostText: Substring
+        var portText: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { throw PeerSpecError(text: text, problem: "has a '[' without ']'") }
+            hostText = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            guard after.hasPrefix(":"), after.count > 1 else { throw PeerSpecError(text: text, problem: "needs ':PORT' after ']'") }
+            portText = after.dropFirst()
+        } else if rest.filter({ $0 == ":" }).count == 1 {
+            let colon = rest.firstIndex(of: ":")!
+            hostText = rest[..<colon]
+            portText = rest[rest.index(after: colon)...]
+        } else {
+            hostText = rest
+        }
+        if let portText {
+            guard let port = UInt16(portText), port > 0 else { throw PeerSpecError(text: text, problem: "has a port that is not 1 to 65535") }
+            self.port = port
+            self.transport = transport
+        } else {
+            guard transport == nil else { throw PeerSpecError(text: text, problem: "names a transport without a port (10.0.0.5:53/udp)") }
+            self.port = nil
+            self.transport = nil
+        }
+        if hostText == "*" {
+            guard port != nil else { throw PeerSpecError(text: text, problem: "is '*' without a port: that is the whole interface, which needs no --to") }
+            self.address = nil
+            self.prefixLength = 0
+            return
+        }
+        let parts = hostText.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let bytes = parseIPAddress(String(parts[0])) else {
+            throw PeerSpecError(text: text, problem: "is not an IPv4 or IPv6 address, a network like 10.0.0.0/8, or '*:PORT'")
+        }
+        var prefix = bytes.count * 8
+        if parts.count == 2 {
+            guard let length = Int(parts[1]), (0...bytes.count * 8).contains(length) else {
+                throw PeerSpecError(text: text, problem: "has a prefix length that is not 0 to \(bytes.count * 8)")
+            }
+            prefix = length
+        }
+        self.prefixLength = prefix
+        self.address = bytes.enumerated().map { index, byte in
+            let keep = max(0, min(8, prefix - index * 8))
+            return keep == 0 ? 0 : byte & UInt8(truncatingIfNeeded: 0xFF << (8 - keep))
+        }
+    }
+
+    public var isIPv6: Bool { address?.count == 16 }
+
+    public var description: String {
+        var host = "*"
+        if let address {
+            host = formatIPAddress(address) + (prefixLength == address.count * 8 ? "" : "/\(prefixLength)")
+        }
+        guard let port else { return host }
+        if isIPv6 { host = "[\(host)]" }
+        return "\(host):\(port)" + (transport.map { "/\($0.rawValue)" } ?? "")
+    }
+}
+
+public struct PeerSpecError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var text: String
+    public var problem: String
+
+    public var description: String { "'\(text)' \(problem)" }
+}

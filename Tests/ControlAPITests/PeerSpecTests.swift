@@ -1,0 +1,94 @@
+import ControlAPI
+import Testing
+
+@Suite("Peers of a condition with a match")
+struct PeerSpecTests {
+    @Test("A peer reads back in its canonical text", arguments: [
+        ("10.0.0.5", "10.0.0.5"),
+        ("10.0.0.0/8", "10.0.0.0/8"),
+        ("10.0.0.77/8", "10.0.0.0/8"),
+        ("10.0.0.5:443", "10.0.0.5:443"),
+        ("10.0.0.5:53/udp", "10.0.0.5:53/udp"),
+        ("[2001:db8::1]:443", "[2001:db8::1]:443"),
+        ("2001:db8::/32", "2001:db8::/32"),
+        ("*:8080", "*:8080"),
+    ])
+    func canonical(text: String, canonical: String) throws {
+        let peer = try PeerSpec(parsing: text)
+        #expect(peer.description == canonical)
+        #expect(try PeerSpec(parsing: canonical) == peer, "the canonical text names the same peer")
+    }
+
+    @Test("A peer's parts: address with host bits cleared, prefix, port and transport")
+    func parts() throws {
+        let network = try PeerSpec(parsing: "10.0.0.77/8")
+        #expect(network.address == [10, 0, 0, 0])
+        #expect(network.prefixLength == 8)
+        #expect(network.port == nil && network.transport == nil)
+
+        let host = try PeerSpec(parsing: "10.0.0.5:53/udp")
+        #expect(host.address == [10, 0, 0, 5])
+        #expect(host.prefixLength == 32)
+        #expect(host.port == 53)
+        #expect(host.transport == .udp)
+        #expect(!host.isIPv6)
+
+        let v6 = try PeerSpec(parsing: "[2001:db8::1]:443")
+        #expect(v6.isIPv6)
+        #expect(v6.prefixLength == 128)
+        #expect(v6.port == 443)
+        #expect(v6.transport == nil, "a port alone means TCP and UDP alike")
+
+        let any = try PeerSpec(parsing: "*:8080")
+        #expect(any.address == nil)
+        #expect(any.port == 8080)
+    }
+
+    @Test("What cannot be a peer is refused", arguments: [
+        "*", "10.0.0.5:0", "10.0.0.5:70000", "10.0.0.5/udp", "nonsense", "[::1]", "",
+    ])
+    func refused(text: String) {
+        #expect(throws: PeerSpecError.self) { try PeerSpec(parsing: text) }
+    }
+
+    @Test("A condition id with a peer reads back to the same condition", arguments: [
+        "eth0@10.0.0.5:443", "netns/ci/eth0@10.0.0.0/8", "pid/42/eth0@[::1]:8080/tcp", "@10.0.0.5",
+    ])
+    func conditionRoundTrip(text: String) throws {
+        let id = try ConditionID(parsing: text)
+        #expect(id.description == text)
+        #expect(try ConditionID(parsing: id.description) == id)
+        #expect(id.peer != nil)
+        #expect(id.target.peer == nil)
+        #expect(id.target.interface == id.interface && id.target.namespace == id.namespace)
+    }
+
+    @Test("The parts of a condition id with a peer")
+    func conditionParts() throws {
+        let id = try ConditionID(parsing: "netns/ci/eth0@10.0.0.0/8")
+        #expect(id.interface == "eth0")
+        #expect(id.namespace == .named("ci"))
+        #expect(id.peer == (try PeerSpec(parsing: "10.0.0.0/8")))
+        #expect(id.target == ConditionID(interface: "eth0", namespace: .named("ci")))
+
+        let onDefault = try ConditionID(parsing: "@10.0.0.5")
+        #expect(onDefault.interface.isEmpty, "the daemon fills in its own interface")
+        #expect(onDefault.namespace == nil)
+        #expect(onDefault.peer == (try PeerSpec(parsing: "10.0.0.5")))
+
+        let canonicalised = try ConditionID(parsing: "eth0@10.0.0.77/8")
+        #expect(canonicalised.description == "eth0@10.0.0.0/8")
+    }
+
+    @Test("A condition id whose peer cannot be one is refused and says why", arguments: [
+        ("eth0@bad", "after '@'"), ("eth0@", "after '@'"), ("eth0@*", "after '@'"), ("eth0@10.0.0.5@10.0.0.6", "at most one '@'"),
+        ("a/b@10.0.0.5", "netns/NAME/INTERFACE"),
+    ])
+    func refusedPeer(text: String, reason: String) {
+        #expect {
+            try ConditionID(parsing: text)
+        } throws: { error in
+            "\(error)".contains(reason)
+        }
+    }
+}
