@@ -5,6 +5,9 @@ import IPAddressText
 /// any, optionally with a port (`10.0.0.5:443`, `[2001:db8::1]:443`, `*:8080`) and a transport
 /// (`:53/udp`; a port alone means TCP and UDP alike, as HTTP/3 runs on UDP 443).
 ///
+/// Or, on a gateway, a device behind it (`device=192.168.50.10`): then the device's uplink is
+/// what it sends (arriving on the interface) and its downlink what it receives (leaving it).
+///
 /// Its `description` is the canonical text, part of the condition's id.
 public struct PeerSpec: Hashable, Sendable, CustomStringConvertible {
     public enum Transport: String, Sendable, CaseIterable {
@@ -17,8 +20,25 @@ public struct PeerSpec: Hashable, Sendable, CustomStringConvertible {
     public var port: UInt16?
     /// With a port: `nil` for both transports.
     public var transport: Transport?
+    /// A device behind this machine (a gateway's client), not a peer it talks to.
+    public var isDevice = false
+
+    public static let devicePrefix = "device="
 
     public init(parsing text: String) throws(PeerSpecError) {
+        guard text.hasPrefix(Self.devicePrefix) else {
+            try self.init(parsingPeer: text)
+            return
+        }
+        let address = String(text.dropFirst(Self.devicePrefix.count))
+        try self.init(parsingPeer: address)
+        guard self.address != nil, port == nil, !address.hasPrefix("[") else {
+            throw PeerSpecError(text: text, problem: "names a device by its address or network alone (device=192.168.50.10)")
+        }
+        isDevice = true
+    }
+
+    private init(parsingPeer text: String) throws(PeerSpecError) {
         guard !text.isEmpty, text.utf8.count <= 80 else { throw PeerSpecError(text: text, problem: "is empty or too long") }
         var rest = Substring(text)
         var transport: Transport?
@@ -77,6 +97,10 @@ public struct PeerSpec: Hashable, Sendable, CustomStringConvertible {
     public var isIPv6: Bool { address?.count == 16 }
 
     public var description: String {
+        isDevice ? Self.devicePrefix + peerDescription : peerDescription
+    }
+
+    private var peerDescription: String {
         var host = "*"
         if let address {
             host = formatIPAddress(address) + (prefixLength == address.count * 8 ? "" : "/\(prefixLength)")

@@ -11,6 +11,6 @@ extension PeerMatch {
         case .udp: [.udp]
         case nil: [.tcp, .udp]
         }
-        self.init(networks: networks, port: spec.port, transports: transports, text: spec.description)
+        self.init(networks: networks, port: spec.port, transports: transports, text: spec.description, isDevice: spec.isDevice)
     }
 }

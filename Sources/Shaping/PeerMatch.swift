@@ -5,7 +5,9 @@ import Profiles
 /// way a user names them (`10.0.0.5:443`, `2001:db8::/32`, `*:53/udp`).
 ///
 /// On the uplink that is packets *to* a peer (its address and port as destination), on the
-/// downlink packets *from* it (as source).
+/// downlink packets *from* it (as source). For a device behind a gateway (`isDevice`), the
+/// same packets, with the directions the other way round: what leaves the interface towards
+/// the device is the device's downlink.
 public struct PeerMatch: Hashable, Sendable, CustomStringConvertible {
     /// Where the peers are: one network, or `0.0.0.0/0` and `::/0` for any address.
     public var networks: [IPNetwork]
@@ -15,12 +17,20 @@ public struct PeerMatch: Hashable, Sendable, CustomStringConvertible {
     public var transports: [PortExemption.Transport]
     /// How the user wrote it, for logs and status.
     public var text: String
+    /// A device behind this machine, whose uplink arrives on the interface.
+    public var isDevice: Bool
 
-    public init(networks: [IPNetwork], port: UInt16?, transports: [PortExemption.Transport], text: String) {
+    public init(networks: [IPNetwork], port: UInt16?, transports: [PortExemption.Transport], text: String, isDevice: Bool = false) {
         self.networks = networks
         self.port = port
         self.transports = port == nil ? [] : transports
         self.text = text
+        self.isDevice = isDevice
+    }
+
+    /// The conditions of `profile` for packets leaving the interface (`egress`) or arriving.
+    func conditions(of profile: Profile, egress: Bool) -> LinkConditions {
+        egress != isDevice ? profile.uplink : profile.downlink
     }
 
     public var description: String { text }

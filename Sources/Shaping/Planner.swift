@@ -42,11 +42,11 @@ public struct Planner: Sendable {
             target: target,
             uplink: tree(
                 on: target.interface, whole: whole.map { ($0.uplink, $0.dnsDelay) },
-                matches: matches.map { ($0.slot, $0.match, $0.profile.uplink) }, peerAs: .destination
+                matches: matches.map { ($0.slot, $0.match, $0.match.conditions(of: $0.profile, egress: true)) }, peerAs: .destination
             ),
             downlink: tree(
                 on: target.ifb, whole: whole.map { ($0.downlink, nil) },
-                matches: matches.map { ($0.slot, $0.match, $0.profile.downlink) }, peerAs: .source
+                matches: matches.map { ($0.slot, $0.match, $0.match.conditions(of: $0.profile, egress: false)) }, peerAs: .source
             ),
             ingressRedirects: [
                 redirect(.ipv4, priority: ReservedHandles.IngressPriority.ipv4, to: target.ifb),
@@ -208,7 +208,7 @@ public struct Planner: Sendable {
                 protocolType: .all,
                 classifier: .flower(handle: handles.lowerBound + UInt32(offset) + 1, entry.key),
                 target: target,
-                purpose: "\(peerAs == .destination ? "to" : "from") \(matched.match)"
+                purpose: "\(peerAs == .destination ? "to" : "from") \(matched.match.isDevice ? "" : "peer ")\(matched.match)"
             )
         }
     }

@@ -28,6 +28,12 @@ struct TargetOptions: ParsableArguments {
     ))
     var to: String?
 
+    @Option(help: ArgumentHelp(
+        "On a gateway: only the traffic of this device behind it, by its address or network (192.168.50.10, fd00:50::/64); its uplink is what it sends. Each device has a condition of its own.",
+        valueName: "address"
+    ))
+    var device: String?
+
     func validate() throws {
         _ = try conditionID()
     }
@@ -53,12 +59,22 @@ struct TargetOptions: ParsableArguments {
             case .failure(let error): throw ValidationError("--pid \(error)")
             }
         }
+        if to != nil && device != nil {
+            throw ValidationError("give --to or --device, not both: a condition is on a peer or on a device behind this gateway")
+        }
         var peer: PeerSpec?
         if let to {
             do {
                 peer = try PeerSpec(parsing: to)
             } catch {
                 throw ValidationError("--to \(error)")
+            }
+        }
+        if let device {
+            do {
+                peer = try PeerSpec(parsing: PeerSpec.devicePrefix + device)
+            } catch {
+                throw ValidationError("--device \(error)")
             }
         }
         guard let interface else {

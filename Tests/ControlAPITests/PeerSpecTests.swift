@@ -91,4 +91,17 @@ struct PeerSpecTests {
             "\(error)".contains(reason)
         }
     }
+
+    @Test("A device behind a gateway: by address or network alone, its own id")
+    func device() throws {
+        let spec = try PeerSpec(parsing: "device=192.168.50.10")
+        #expect(spec.isDevice && spec.port == nil && spec.description == "device=192.168.50.10")
+        #expect(try PeerSpec(parsing: "device=fd00:50::77/64").description == "device=fd00:50::/64")
+        let id = try ConditionID(parsing: "netns/gw/lan0@device=192.168.50.10")
+        #expect(id.peer?.isDevice == true && id.description == "netns/gw/lan0@device=192.168.50.10")
+        #expect(try ConditionID(parsing: "lan0@192.168.50.10") != ConditionID(parsing: "lan0@device=192.168.50.10"))
+        for bad in ["device=", "device=*:80", "device=10.0.0.1:80", "device=[::1]:80", "device=device=10.0.0.1", "device=nonsense"] {
+            #expect(throws: PeerSpecError.self) { try PeerSpec(parsing: bad) }
+        }
+    }
 }

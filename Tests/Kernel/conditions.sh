@@ -6,7 +6,9 @@
 # removing, a SIGKILL and a restart of the daemon, and `run --interface` on one leave the other
 # exactly as it was. Then a condition inside a container's network namespace (a process in a
 # namespace of its own, reached by its PID) and inside a named one (`ip netns`), each ended by
-# the end of its namespace. Checks go to this lane's results file, which the suite merges.
+# the end of its namespace. Then conditions on one peer each (--to) beside the whole interface's,
+# and on a gateway, one per device behind it (--device). Checks go to this lane's results file,
+# which the suite merges.
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -30,6 +32,7 @@ cleanup() {
     set +e
     [[ -z $CONTAINER_PID ]] || kill -KILL "$CONTAINER_PID" 2>/dev/null
     ip netns del "lc-named$LANE" 2>/dev/null
+    for ns in "lc-gw$LANE" "lc-sw$LANE" "lc-d1$LANE" "lc-d2$LANE"; do ip netns del "$ns" 2>/dev/null; done
     daemon_stop TERM
     server_stop
     topo_down
@@ -459,3 +462,76 @@ lc off --all >/dev/null
 check_equal "off --all: the interface as before any condition" "$IDLE" "$(tree_c)"
 daemon_stop TERM
 check_equal "SIGTERM: no state file left" "none" "$(ls "$WORK/state" 2>/dev/null | tr '\n' ' ' | sed 's/ $//' | grep . || echo none)"
+
+# ------------------------------------------------------------------ 28
+log "28. lane $LANE: a gateway: each device behind it by its address (--device), both directions"
+# A router namespace forwards between the server (its WAN link) and a switch namespace (its LAN
+# link, gw-lan), where two device namespaces hang off a bridge: both devices reach the server
+# through the same LAN interface of the router, which the daemon shapes from inside.
+GW=lc-gw$LANE; SW=lc-sw$LANE; DEV1=lc-d1$LANE; DEV2=lc-d2$LANE
+GW_LAN=gw-lan$LANE
+W4=10.79.${LANE:-0}; W6=fd79:${LANE:-0}:; L4=10.80.${LANE:-0}; L6=fd80:${LANE:-0}:
+gateway_down() { local ns; for ns in "$GW" "$SW" "$DEV1" "$DEV2"; do ip netns del "$ns" 2>/dev/null || true; done; }
+gateway_down
+for ns in "$GW" "$SW" "$DEV1" "$DEV2"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+ip link add "gw-wan$LANE" netns "$GW" type veth peer name "srv-gw$LANE" netns "$NS_S"
+ip link add "$GW_LAN" netns "$GW" type veth peer name sw-gw netns "$SW"
+ip -n "$SW" link add br0 type bridge
+ip -n "$SW" link set sw-gw master br0
+ip -n "$SW" link set sw-gw up
+for i in 1 2; do
+    dev=$([[ $i == 1 ]] && echo "$DEV1" || echo "$DEV2")
+    ip link add eth0 netns "$dev" type veth peer name "p$i" netns "$SW"
+    ip -n "$SW" link set "p$i" master br0
+    ip -n "$SW" link set "p$i" up
+    ip -n "$dev" addr add "$L4.1$i/24" dev eth0
+    ip -n "$dev" addr add "$L6:1$i/64" dev eth0 nodad
+    ip -n "$dev" link set eth0 up
+    ip -n "$dev" route add default via "$L4.1"
+    ip -n "$dev" -6 route add default via "$L6:1"
+done
+ip -n "$SW" link set br0 up
+ip -n "$GW" addr add "$W4.1/24" dev "gw-wan$LANE"
+ip -n "$GW" addr add "$W6:1/64" dev "gw-wan$LANE" nodad
+ip -n "$GW" addr add "$L4.1/24" dev "$GW_LAN"
+ip -n "$GW" addr add "$L6:1/64" dev "$GW_LAN" nodad
+ip -n "$GW" link set "gw-wan$LANE" up
+ip -n "$GW" link set "$GW_LAN" up
+ip netns exec "$GW" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+ip -n "$NS_S" addr add "$W4.2/24" dev "srv-gw$LANE"
+ip -n "$NS_S" addr add "$W6:2/64" dev "srv-gw$LANE" nodad
+ip -n "$NS_S" link set "srv-gw$LANE" up
+ip -n "$NS_S" route add "$L4.0/24" via "$W4.1"
+ip -n "$NS_S" -6 route add "$L6:/64" via "$W6:1"
+# device_rtt NS: "MIN4 GOT4 MIN6 GOT6" of UDP echoes from a device to the server.
+device_rtt() {
+    ip netns exec "$1" timeout 120 python3 "$PROBE" rtt --target "udp:$W4.2:7" --target "udp:[$W6:2]:7" \
+        --rounds 10 --interval 0.05 --timeout 1 >"$WORK/dev.json" 2>/dev/null || true
+    echo "$(rtt_field "$WORK/dev.json" "udp:$W4.2:7" min_ms) $(rtt_field "$WORK/dev.json" "udp:$W4.2:7" received)" \
+        "$(rtt_field "$WORK/dev.json" "udp:[$W6:2]:7" min_ms) $(rtt_field "$WORK/dev.json" "udp:[$W6:2]:7" received)"
+}
+# Routes and neighbours settle on the first packets: a warm-up round is not measured.
+device_rtt "$DEV1" >/dev/null; device_rtt "$DEV2" >/dev/null
+read -r B1_4 _ B1_6 _ <<<"$(device_rtt "$DEV1")"
+read -r B2_4 G2_4 B2_6 G2_6 <<<"$(device_rtt "$DEV2")"
+record "baseline from both devices through the gateway" "< 50 ms" "$B1_4 / $B1_6 / $B2_4 / $B2_6 ms" "< 50 ms" \
+    "$(fcond "$B1_4 $B1_6 $B2_4" 'a < 50 && b < 50 && c < 50' && fcond "$B2_6 0" 'a < 50' && echo PASS || echo FAIL)"
+daemon_start --enable-fault-injection
+lc_capture activate --netns "$GW" --interface "$GW_LAN" --device "$L4.11" "LC Test B"
+check_rc "activate --device $L4.11 on the gateway's LAN interface" "$LC_RC" 0 "succeeds"
+check_contains "its id names the device" "$LC_OUT" "netns/$GW/$GW_LAN@device=$L4.11"
+lc activate --netns "$GW" --interface "$GW_LAN" --device "$L6:11" "LC Test B" >/dev/null
+read -r R1_4 G1_4 R1_6 G1_6 <<<"$(device_rtt "$DEV1")"
+RTT4=$R1_4 RTT6=$R1_6 check_added "the device under LC Test B" "$B1_4" 25
+read -r R2_4 G2_4 R2_6 G2_6 <<<"$(device_rtt "$DEV2")"
+RTT4=$R2_4 RTT6=$R2_6 check_added "the other device: unshaped" "$B2_4" 0
+# The device's downlink (15 ms) leaves the LAN interface; its uplink (10 ms) arrives on it.
+check_equal "towards the device (LAN egress): its downlink, 15 ms" "delay 15ms" \
+    "$(tc -n "$GW" qdisc show dev "$GW_LAN" | grep -o 'delay 15ms' | sort -u)"
+check_equal "from the device (the LAN's IFB): its uplink, 10 ms" "delay 10ms" \
+    "$(tc -n "$GW" qdisc show dev "lc-$GW_LAN" | grep -o 'delay 10ms' | sort -u)"
+lc off --all >/dev/null
+check_equal "off --all: nothing of linkcond's left in the gateway" "" "$(tc -n "$GW" qdisc show dev "$GW_LAN" | grep -E '7a00|ingress'; ip -n "$GW" link show type ifb)"
+daemon_stop TERM
+gateway_down
+ip -n "$NS_S" link del "srv-gw$LANE" 2>/dev/null || true

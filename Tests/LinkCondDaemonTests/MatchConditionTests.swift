@@ -275,7 +275,7 @@ struct MatchConditionTests {
         let status = try await conditioner.activate("Nasty Net", on: Self.host, by: TestDaemon.alice, for: LeaseDuration(milliseconds: 300))
         #expect(status.lease?.holder.uid == TestDaemon.alice.uid)
         #expect(kernel.htbClass(ReservedHandles.matchClass(1), on: "eth0") != nil)
-        try await Task.sleep(for: .milliseconds(1000))
+        try await Task.sleep(for: .milliseconds(2500))
         #expect(kernel.fullState == pristine)
         #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
     }

@@ -44,6 +44,29 @@ struct MatchPlanTests {
         })
     }
 
+    @Test("A device behind a gateway: what leaves the interface towards it gets its downlink, what arrives its uplink")
+    func device() throws {
+        var match = Self.peer("192.168.50.10")
+        match.isDevice = true
+        let asymmetric = Profile(
+            name: "Asymmetric",
+            downlink: LinkConditions(bandwidth: nil, delay: .milliseconds(15)),
+            uplink: LinkConditions(bandwidth: nil, delay: .milliseconds(10))
+        )
+        let plan = Self.plan([MatchedCondition(slot: 1, match: match, profile: asymmetric)])
+        func delay(_ tree: DirectionTree) -> Delay? {
+            guard case .netem(let netem) = tree.leaves.first(where: { $0.handle == ReservedHandles.matchLeaf(1) })?.settings else { return nil }
+            return netem.delay
+        }
+        #expect(delay(plan.uplink) == .milliseconds(15))
+        #expect(delay(plan.downlink) == .milliseconds(10))
+        // The keys are a peer's: the device's address as destination leaving, as source arriving.
+        let leaving = try #require(Self.filters(of: 1, in: plan.uplink).first?.flowerFilter)
+        let arriving = try #require(Self.filters(of: 1, in: plan.downlink).first?.flowerFilter)
+        #expect(leaving.key.destination?.address == [192, 168, 50, 10] && leaving.key.source == nil)
+        #expect(arriving.key.source?.address == [192, 168, 50, 10] && arriving.key.destination == nil)
+    }
+
     @Test("Without any condition there is no tree")
     func nothing() {
         #expect(Planner().plan(on: Fixtures.target, whole: nil, matches: []) == nil)
