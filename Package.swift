@@ -41,6 +41,10 @@ let package = Package(
         .target(name: "NameMatching"),
         // IPv4 and IPv6 addresses as text and as network-order bytes.
         .target(name: "IPAddressText"),
+        // libnftables, found through pkg-config: NAT for `run --isolated` sandboxes.
+        .systemLibrary(name: "CNFTables", pkgConfig: "libnftables", providers: [.apt(["libnftables-dev"])]),
+        // Sandboxes for `run --isolated`: addressing (pure), and joining a namespace to the host.
+        .target(name: "Sandboxes", dependencies: ["Netlink", "CNFTables"]),
         // Profile model in human units, YAML decoding, validation, the catalog.
         .target(name: "Profiles", dependencies: ["CYAML", "NameMatching"]),
         // Profile -> TrafficPlan (pure), and applying plans through Netlink.
@@ -67,7 +71,7 @@ let package = Package(
         .target(
             name: "LinkCondDaemon",
             dependencies: [
-                "ControlAPI", "Profiles", "Shaping",
+                "ControlAPI", "Profiles", "Shaping", "Sandboxes",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -79,7 +83,7 @@ let package = Package(
         .executableTarget(
             name: "linkcondd",
             dependencies: [
-                "LinkCondDaemon", "HostFacts", "ControlAPI",
+                "LinkCondDaemon", "HostFacts", "ControlAPI", "Sandboxes",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -118,10 +122,11 @@ let package = Package(
             dependencies: ["Shaping", "ShapingTestSupport", "Profiles", "Netlink", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "ControlAPITests", dependencies: ["ControlAPI"]),
+        .testTarget(name: "SandboxesTests", dependencies: ["Sandboxes"]),
         .testTarget(
             name: "LinkCondDaemonTests",
             dependencies: [
-                "LinkCondDaemon", "ControlClient", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport", "HostFacts",
+                "LinkCondDaemon", "ControlClient", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport", "HostFacts", "Sandboxes", "Netlink",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

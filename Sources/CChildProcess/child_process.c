@@ -8,6 +8,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +30,17 @@ struct kernel_sigaction {
     unsigned long mask;
 };
 
+/// In a child between fork and exec: every signal back to its default, none blocked.
+static void reset_signals(void) {
+    struct kernel_sigaction default_action = { SIG_DFL, 0, NULL, 0 };
+    for (int signal_number = 1; signal_number <= 64; signal_number++) {
+        if (signal_number == SIGKILL || signal_number == SIGSTOP) continue;
+        syscall(SYS_rt_sigaction, signal_number, &default_action, NULL, sizeof(unsigned long));
+    }
+    unsigned long none = 0;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(unsigned long));
+}
+
 int linkcond_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[]) {
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) return errno;
@@ -38,13 +52,7 @@ int linkcond_spawn(pid_t *pid, const char *path, char *const argv[], char *const
     if (child == 0) {
         // Only async-signal-safe calls from here to exec.
         close(report[0]);
-        struct kernel_sigaction default_action = { SIG_DFL, 0, NULL, 0 };
-        for (int signal_number = 1; signal_number <= 64; signal_number++) {
-            if (signal_number == SIGKILL || signal_number == SIGSTOP) continue;
-            syscall(SYS_rt_sigaction, signal_number, &default_action, NULL, sizeof(unsigned long));
-        }
-        unsigned long none = 0;
-        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(unsigned long));
+        reset_signals();
         execve(path, argv, envp);
         int error = errno;
         ssize_t written = write(report[1], &error, sizeof(error));
@@ -70,6 +78,165 @@ int linkcond_spawn(pid_t *pid, const char *path, char *const argv[], char *const
         return exec_error;
     }
     *pid = child;
+    return 0;
+}
+
+/// What a sandboxed child tells its parent: the step that failed (NONE: ready) and its errno.
+struct isolation_report {
+    int step;
+    int error;
+};
+
+static void send_report(int fd, int step, int error) {
+    struct isolation_report message = { step, error };
+    ssize_t written = write(fd, &message, sizeof(message));
+    (void)written;
+}
+
+/// Writes `text` to the file `path`, in one write; 0 or an errno. Async-signal-safe.
+static int write_file(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    size_t length = strlen(text);
+    ssize_t written = write(fd, text, length);
+    int error = written == (ssize_t)length ? 0 : (written < 0 ? errno : EIO);
+    close(fd);
+    return error;
+}
+
+/// "ID ID 1\n" into `buffer`, without printf (not async-signal-safe).
+static void identity_map(char *buffer, unsigned int id) {
+    char digits[16];
+    int count = 0;
+    do {
+        digits[count++] = (char)('0' + id % 10);
+        id /= 10;
+    } while (id != 0);
+    char *out = buffer;
+    for (int copy = 0; copy < 2; copy++) {
+        for (int i = count - 1; i >= 0; i--) *out++ = digits[i];
+        *out++ = ' ';
+    }
+    *out++ = '1';
+    *out++ = '\n';
+    *out = '\0';
+}
+
+/// The sandboxed child's side, from fork to exec; never returns.
+static void become_isolated(int gate, int report, const char *path, char *const argv[], char *const envp[], const char *resolv_conf) {
+    reset_signals();
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    int as_root = geteuid() == 0;
+    int flags = CLONE_NEWNET | (as_root ? 0 : CLONE_NEWUSER) | (resolv_conf != NULL ? CLONE_NEWNS : 0);
+    if (unshare(flags) != 0) {
+        send_report(report, LINKCOND_STEP_UNSHARE, errno);
+        _exit(125);
+    }
+    if (!as_root) {
+        char map[48];
+        int error = write_file("/proc/self/setgroups", "deny");
+        if (error == 0) {
+            identity_map(map, uid);
+            error = write_file("/proc/self/uid_map", map);
+        }
+        if (error == 0) {
+            identity_map(map, gid);
+            error = write_file("/proc/self/gid_map", map);
+        }
+        if (error != 0) {
+            send_report(report, LINKCOND_STEP_ID_MAP, error);
+            _exit(125);
+        }
+    }
+    if (resolv_conf != NULL) {
+        // Private below /, so that the binding stays in this namespace.
+        if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0 || mount(resolv_conf, "/etc/resolv.conf", NULL, MS_BIND, NULL) != 0) {
+            send_report(report, LINKCOND_STEP_MOUNT, errno);
+            _exit(125);
+        }
+    }
+    send_report(report, LINKCOND_STEP_NONE, 0);
+    char go;
+    ssize_t got;
+    do {
+        got = read(gate, &go, 1);
+    } while (got < 0 && errno == EINTR);
+    if (got != 1) _exit(125);
+    close(gate);
+    execve(path, argv, envp);
+    send_report(report, LINKCOND_STEP_EXEC, errno);
+    _exit(127);
+}
+
+/// Reads one report; 1 when one came, 0 at end of file.
+static int read_report(int fd, struct isolation_report *message) {
+    ssize_t got;
+    do {
+        got = read(fd, message, sizeof(*message));
+    } while (got < 0 && errno == EINTR);
+    return got == (ssize_t)sizeof(*message);
+}
+
+int linkcond_spawn_isolated(
+    pid_t *pid, int *gate, int *report, int *failed_step, const char *path, char *const argv[], char *const envp[],
+    const char *resolv_conf) {
+    int gate_pipe[2], report_pipe[2];
+    *failed_step = LINKCOND_STEP_FORK;
+    if (pipe2(gate_pipe, O_CLOEXEC) != 0) return errno;
+    if (pipe2(report_pipe, O_CLOEXEC) != 0) {
+        int error = errno;
+        close(gate_pipe[0]);
+        close(gate_pipe[1]);
+        return error;
+    }
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pid_t child = fork();
+    if (child == 0) {
+        close(gate_pipe[1]);
+        close(report_pipe[0]);
+        become_isolated(gate_pipe[0], report_pipe[1], path, argv, envp, resolv_conf);
+    }
+    int fork_error = child < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    close(gate_pipe[0]);
+    close(report_pipe[1]);
+    if (fork_error != 0) {
+        close(gate_pipe[1]);
+        close(report_pipe[0]);
+        return fork_error;
+    }
+    struct isolation_report message = { LINKCOND_STEP_UNSHARE, EIO };
+    if (!read_report(report_pipe[0], &message) || message.step != LINKCOND_STEP_NONE) {
+        close(gate_pipe[1]);
+        close(report_pipe[0]);
+        int status;
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+        *failed_step = message.step;
+        return message.error;
+    }
+    *failed_step = LINKCOND_STEP_NONE;
+    *pid = child;
+    *gate = gate_pipe[1];
+    *report = report_pipe[0];
+    return 0;
+}
+
+int linkcond_release_isolated(pid_t pid, int gate, int report) {
+    char go = 1;
+    ssize_t written = write(gate, &go, 1);
+    (void)written;
+    close(gate);
+    struct isolation_report message;
+    int failed = read_report(report, &message);
+    close(report);
+    if (failed && message.step == LINKCOND_STEP_EXEC && message.error != 0) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        return message.error;
+    }
     return 0;
 }
 

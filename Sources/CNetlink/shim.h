@@ -28,6 +28,12 @@
 #include <netlink/cache.h>
 #include <netlink/handlers.h>
 #include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+#include <netlink/route/link/inet.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/route.h>
+#include <netlink/route/nexthop.h>
+#include <linux/ip.h>
 #include <netlink/route/tc.h>
 #include <netlink/route/qdisc.h>
 #include <netlink/route/class.h>

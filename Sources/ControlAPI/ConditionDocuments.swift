@@ -62,6 +62,8 @@ public struct StatusResponse: Codable, Sendable, Equatable {
     public var lease: LeaseDocument?
     /// With `?verbose`: linkcond's qdiscs and classes as the kernel has them, with counters.
     public var kernel: [KernelObjectDocument]?
+    /// For the condition of a `linkcond run --isolated` sandbox: how it is joined to the host.
+    public var sandbox: SandboxDocument?
 
     public init(
         id: String? = nil, isDefault: Bool = true, interface: String, namespace: String? = nil, peer: String? = nil, ifb: String, active: Bool,
@@ -114,5 +116,22 @@ public struct KernelObjectDocument: Codable, Sendable, Equatable {
         self.overlimits = overlimits
         self.queuedPackets = queuedPackets
         self.queuedBytes = queuedBytes
+    }
+}
+
+/// How a sandbox (`linkcond run --isolated`) reaches the host: its own veth pair and /30, with
+/// the host's end as its default gateway, and NAT behind the host's addresses.
+public struct SandboxDocument: Codable, Sendable, Equatable {
+    /// The sandbox's `eth0` address, `10.254.0.2`.
+    public var address: String
+    /// The host's end of the pair, the sandbox's default gateway.
+    public var gateway: String
+    /// The host's end as a device in the daemon's namespace (`lcsb0`).
+    public var hostInterface: String
+
+    public init(address: String, gateway: String, hostInterface: String) {
+        self.address = address
+        self.gateway = gateway
+        self.hostInterface = hostInterface
     }
 }

@@ -76,13 +76,18 @@ public struct LeaseRequest: Codable, Sendable, Equatable {
     /// Or the condition's whole id, for one in another network namespace (`netns/NAME/eth0`,
     /// `pid/PID/eth0`); at most one of the two.
     public var condition: String?
+    /// With `condition` `pid/PID/eth0`: that process's network namespace is a fresh one
+    /// (`linkcond run --isolated` made it) for the daemon to join to the host first, with its
+    /// own veth pair, addresses, route and NAT; all of it goes when the lease ends.
+    public var sandbox: Bool?
 
     public init(
         profile: String? = nil, definition: ProfileDefinition? = nil, for duration: String? = nil, force: Bool? = nil,
-        replaceForeign: Bool? = nil, interface: String? = nil, condition: String? = nil
+        replaceForeign: Bool? = nil, interface: String? = nil, condition: String? = nil, sandbox: Bool? = nil
     ) {
         self.interface = interface
         self.condition = condition
+        self.sandbox = sandbox
         self.profile = profile
         self.definition = definition
         self.for = duration

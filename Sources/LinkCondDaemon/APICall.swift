@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import NIOHTTP1
+import Sandboxes
 
 /// A request understood: which endpoint, with its arguments checked. Parsing is pure, so that
 /// every hostile byte sequence can be thrown at it without a daemon (see `Fuzz/`).
@@ -76,6 +77,11 @@ package enum APICall: Sendable, Equatable {
                 throw .badRequest("give the interface or the condition, not both")
             }
             let id = try (lease.condition ?? lease.interface).map { name throws(ControlError) in try conditionID(name) }
+            if lease.sandbox == true {
+                guard let id, case .process = id.namespace, id.interface == SandboxAddressing.sandboxInterface, id.peer == nil else {
+                    throw .badRequest("a sandbox is asked for with the condition pid/PID/\(SandboxAddressing.sandboxInterface), PID a process in the fresh network namespace to join to the host")
+                }
+            }
             return .hold(id, try ProfileChoice.from(profile: lease.profile, definition: lease.definition), lease, maximum: maximum)
         case APIPath.lease:
             try require(request, .DELETE)
@@ -216,7 +222,7 @@ extension ActivateRequest: KnownFields {
 }
 
 extension LeaseRequest: KnownFields {
-    package static var knownFields: [String] { ["profile", "definition", "for", "force", "replaceForeign", "interface", "condition"] }
+    package static var knownFields: [String] { ["profile", "definition", "for", "force", "replaceForeign", "interface", "condition", "sandbox"] }
 }
 
 extension FaultRequest: KnownFields {

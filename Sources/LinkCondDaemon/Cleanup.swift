@@ -1,5 +1,6 @@
 import ControlAPI
 import Logging
+import Sandboxes
 import Shaping
 
 /// `linkcondd --cleanup`: removes every linkcond tree a daemon may have left, without a daemon.
@@ -11,7 +12,7 @@ public enum Cleanup {
     /// their leases.
     public static func run(
         interfaces named: [String], stateDirectory: String, kernel: any TrafficControlKernel,
-        namespaces: (any NamespaceKernels)? = nil, logger: Logger
+        namespaces: (any NamespaceKernels)? = nil, sandboxes: (any SandboxPlumbing)? = nil, logger: Logger
     ) throws {
         var conditions = named.map { ConditionID(interface: $0) }
         for id in StateStore.storedConditions(in: stateDirectory) where !conditions.contains(id) {
@@ -35,6 +36,18 @@ public enum Cleanup {
             } catch {
                 failures.append("\(id): \(error)")
             }
+        }
+        // A sandbox does not outlive its daemon: its `run` lost its lease with it.
+        if let sandboxes {
+            for id in conditions {
+                guard let index = StateStore(directory: stateDirectory, condition: id).load()?.sandbox,
+                      index <= SandboxAddressing.maximumIndex
+                else { continue }
+                let problems = sandboxes.tearDown(SandboxAddressing(index: index))
+                failures += problems.map { "sandbox \(index) of \(id): \($0)" }
+                if problems.isEmpty { logger.notice("cleanup: removed sandbox \(index) of \(id)") }
+            }
+            failures += sandboxes.restoreForwarding()
         }
         if !failures.isEmpty {
             throw DaemonError(code: .netlink, message: "cleanup failed: " + failures.joined(separator: "; "))

@@ -2,6 +2,7 @@ import ControlAPI
 import Netlink
 import NIOCore
 import Profiles
+import Sandboxes
 import Shaping
 
 /// One condition: what should be in force on its target, the kernel objects there, the file
@@ -29,6 +30,8 @@ final class Condition {
     let stateStore: StateStore?
     var policy = ConditionPolicy()
     var leaseRuntime: LeaseRuntime?
+    /// For the condition of a `run --isolated` sandbox: the sandbox, which ends with it.
+    var sandbox: SandboxAddressing?
 
     init(
         id: ConditionID, namespaceIdentity: NamespaceIdentity? = nil, convergence: KernelConvergence, slot: ConditionSlot = .whole,

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Profiles
+import Sandboxes
 
 // What the conditioner shows: its status, profiles and history as the API's documents, and
 // the history it keeps of every change.
@@ -46,6 +47,9 @@ extension Conditioner {
         )
         if verbose {
             status.kernel = condition.convergence.kernelObjects()
+        }
+        status.sandbox = condition.sandbox.map {
+            SandboxDocument(address: $0.sandboxAddressText, gateway: $0.hostAddressText, hostInterface: $0.hostInterface)
         }
         return status
     }

@@ -8,6 +8,7 @@ import Logging
 import Netlink
 import NIOCore
 import Profiles
+import Sandboxes
 import Shaping
 
 /// The only path to change a condition: applies requests one after another, in the order of
@@ -30,6 +31,8 @@ public actor Conditioner {
     private let engine: ShapingEngine
     /// The way into other network namespaces; `nil`: conditions there are refused.
     private let namespaces: (any NamespaceKernels)?
+    /// Joins `run --isolated` namespaces to the host; `nil`: sandboxes are refused.
+    let sandboxes: (any SandboxPlumbing)?
     let planner: Planner
     private let eventLoop: any EventLoop
     private let stateDirectory: String?
@@ -54,6 +57,7 @@ public actor Conditioner {
         stateDirectory: String? = nil,
         historyFile: String? = nil,
         namespaces: sending (any NamespaceKernels)? = nil,
+        sandboxes: sending (any SandboxPlumbing)? = nil,
         logger: Logger
     ) {
         let defaultID = ConditionID(interface: target.interface)
@@ -66,6 +70,7 @@ public actor Conditioner {
         ]
         self.target = target
         self.namespaces = namespaces
+        self.sandboxes = sandboxes
         self.defaultID = defaultID
         self.engine = engine
         self.planner = planner
@@ -141,13 +146,16 @@ public actor Conditioner {
 
     /// A lease that lasts while the client's connection stays open (`linkcond run`), at most
     /// `maximum`. `onEnd` hears about an end the client did not cause: expiry, take-over, shutdown.
+    ///
+    /// With `sandbox`, `id` is `pid/PID/eth0` and PID's network namespace a fresh one, which
+    /// is joined to the host first; the sandbox ends with the lease.
     public func hold(
         _ choice: ProfileChoice, on id: ConditionID? = nil, by requester: Requester, maximum: LeaseDuration?, force: Bool = false,
-        replacingForeign: Bool = false, onEnd: @escaping @Sendable (LeaseEvent) -> Void
+        replacingForeign: Bool = false, sandbox: Bool = false, onEnd: @escaping @Sendable (LeaseEvent) -> Void
     ) throws -> (lease: LeaseTicket, status: StatusResponse) {
         try checkRunning()
         let entry = try resolve(choice)
-        let condition = try self.condition(id)
+        let condition = try sandbox ? makeSandbox(resolved(id), for: requester) : self.condition(id)
         defer { dropIfIdle(condition) }
         try condition.policy.checkNoLease(against: requester, force: force)
         let previous = condition.policy.effective
@@ -166,7 +174,10 @@ public actor Conditioner {
     public func release(_ ticket: LeaseTicket) -> StatusResponse? {
         guard let condition = conditions[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return nil }
         defer { dropIfIdle(condition) }
+        // A sandbox's command, alone in it, usually ends before its client lets go.
+        if condition.sandbox != nil, endIfNamespaceVanished(condition) { return status(of: condition) }
         endLease(condition, reason: "lease-released", detail: "client closed its connection")
+        endSandboxCondition(condition)
         return status(of: condition)
     }
 
@@ -219,7 +230,8 @@ public actor Conditioner {
             recovering.append(condition)
         }
         for condition in recovering {
-            condition.policy = recoveredPolicy(from: condition.stateStore?.load(), for: condition.id)
+            // A sandbox's `run` lost its lease with the previous daemon: the sandbox ends.
+            condition.policy = condition.sandbox == nil ? recoveredPolicy(from: condition.stateStore?.load(), for: condition.id) : ConditionPolicy()
             persist(condition)
         }
         // One recovery per target, with every condition on it, default target first.
@@ -245,6 +257,7 @@ public actor Conditioner {
             }
             group.forEach(dropIfIdle)
         }
+        restoreForwardingIfNoSandbox()
     }
 
     /// Graceful stop: ends every lease (telling a waiting client why), removes all shaping,
@@ -262,7 +275,9 @@ public actor Conditioner {
             condition.policy = condition.policy.wanting(baseline: nil, lease: nil)
             do {
                 try condition.convergence.removeAll()
-                condition.stateStore?.remove()
+                if condition.sandbox.map({ tearDown($0, of: condition) }) ?? true {
+                    condition.stateStore?.remove()
+                }
             } catch {
                 logger.error("stopping: \(error)")
                 failure = failure ?? error
@@ -273,6 +288,7 @@ public actor Conditioner {
                 record(condition, from: previous?.profile.name, to: "off", reason: "shutdown", requester: nil, detail: detail)
             }
         }
+        restoreForwardingIfNoSandbox(stopping: true)
         if let failure { throw failure }
     }
 
@@ -286,30 +302,35 @@ public actor Conditioner {
     public func endConditionsInVanishedNamespaces() -> [ConditionID] {
         guard let namespaces else { return [] }
         var ended: [ConditionID] = []
-        for condition in orderedConditions {
-            guard let namespace = condition.id.namespace else { continue }
-            do {
-                if try namespaces.identity(at: namespace.path) == condition.namespaceIdentity { continue }
-            } catch where error.code == .namespaceGone {
-                // Gone: ended below.
-            } catch {
-                logger.warning("cannot look at the network namespace of \(condition.id): \(error); trying again in a second")
-                continue
-            }
-            let previous = condition.policy.effective
-            let runtime = condition.leaseRuntime
-            runtime?.timer?.cancel()
-            condition.leaseRuntime = nil
-            condition.policy = ConditionPolicy()
-            condition.convergence.forget()
-            let detail = endOfNamespace(condition, gone: "\(namespace.path) is gone")
-            logger.notice("the network namespace of \(condition.id) (\(namespace.path)) is gone; its condition ended with it (\(detail))")
-            record(condition, from: previous?.profile.name, to: "off", reason: "namespace-ended", requester: nil, detail: detail)
-            runtime?.onEnd?(LeaseEvent(event: .ended, reason: .namespaceEnded, status: status(of: condition)))
-            dropIfIdle(condition)
+        for condition in orderedConditions where endIfNamespaceVanished(condition) {
             ended.append(condition.id)
         }
         return ended
+    }
+
+    /// Ends `condition` if its network namespace is gone; whether it did.
+    func endIfNamespaceVanished(_ condition: Condition) -> Bool {
+        guard let namespaces, let namespace = condition.id.namespace else { return false }
+        do {
+            if try namespaces.identity(at: namespace.path) == condition.namespaceIdentity { return false }
+        } catch where error.code == .namespaceGone {
+            // Gone: ended below.
+        } catch {
+            logger.warning("cannot look at the network namespace of \(condition.id): \(error); trying again in a second")
+            return false
+        }
+        let previous = condition.policy.effective
+        let runtime = condition.leaseRuntime
+        runtime?.timer?.cancel()
+        condition.leaseRuntime = nil
+        condition.policy = ConditionPolicy()
+        condition.convergence.forget()
+        let detail = endOfNamespace(condition, gone: "\(namespace.path) is gone")
+        logger.notice("the network namespace of \(condition.id) (\(namespace.path)) is gone; its condition ended with it (\(detail))")
+        record(condition, from: previous?.profile.name, to: "off", reason: "namespace-ended", requester: nil, detail: detail)
+        runtime?.onEnd?(LeaseEvent(event: .ended, reason: .namespaceEnded, status: status(of: condition)))
+        dropIfIdle(condition)
+        return true
     }
 
     /// Removes linkcond's objects from the namespace `condition` was made in when its own path
@@ -406,15 +427,19 @@ public actor Conditioner {
         guard let namespace = id.namespace else { return makeCondition(id, identity: nil, slot: state?.slot) }
         let stored = state?.namespaceIdentity
         let now = try? namespaces?.identity(at: namespace.path)
+        let sandbox = state?.sandbox.flatMap { $0 <= SandboxAddressing.maximumIndex ? SandboxAddressing(index: $0) : nil }
         guard let stored, let now, stored == now else {
             let condition = makeCondition(id, identity: stored)
             let detail = endOfNamespace(condition, gone: "\(namespace.path) ended while no daemon ran")
             logger.notice("startup: the network namespace of \(id) is gone; its condition ended with it (\(detail))")
             record(condition, from: nil, to: "off", reason: "namespace-ended", requester: nil, detail: detail)
+            if let sandbox, !tearDown(sandbox, of: condition) { return nil }
             store?.remove()
             return nil
         }
-        return makeCondition(id, identity: now, slot: state?.slot)
+        let condition = makeCondition(id, identity: now, slot: state?.slot)
+        condition.sandbox = sandbox
+        return condition
     }
 
     /// A condition object for `id`, on its target's shared tree; one with a match takes
@@ -441,7 +466,7 @@ public actor Conditioner {
     }
 
     /// Makes `condition` one of the set, and its tree the one its target's other conditions share.
-    private func insert(_ condition: Condition) {
+    func insert(_ condition: Condition) {
         conditions[condition.id] = condition
         targets[condition.id.target] = condition.convergence
     }
@@ -449,10 +474,17 @@ public actor Conditioner {
     /// A condition other than the default one ends with its last profile and lease: it leaves
     /// the set, and its state file goes (after its kernel objects, so a crash in between
     /// still leaves the file that tells the next daemon to remove them).
-    private func dropIfIdle(_ condition: Condition) {
+    func dropIfIdle(_ condition: Condition) {
         guard condition.id != defaultID, condition.isIdle, conditions[condition.id] === condition else { return }
         conditions[condition.id] = nil
-        condition.stateStore?.remove()
+        // A sandbox that could not be removed keeps its state file: the next daemon tries again.
+        let sandboxRemoved = condition.sandbox.map { tearDown($0, of: condition) } ?? true
+        if condition.sandbox != nil {
+            restoreForwardingIfNoSandbox()
+        }
+        if sandboxRemoved {
+            condition.stateStore?.remove()
+        }
         let target = condition.id.target
         if !condition.convergence.isInUse, !conditions.values.contains(where: { $0.convergence === condition.convergence }) {
             targets[target] = nil
@@ -611,6 +643,7 @@ public actor Conditioner {
         guard let condition = conditions[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return }
         defer { dropIfIdle(condition) }
         let ended = endLease(condition, reason: "lease-expired", detail: nil)
+        endSandboxCondition(condition)
         ended?.onEnd?(LeaseEvent(event: .ended, reason: .expired, status: status(of: condition)))
     }
 
@@ -645,7 +678,7 @@ public actor Conditioner {
     /// Returns the runtime of a lease this change ended (timer cancelled), so that the caller
     /// can tell its client why.
     @discardableResult
-    private func converge(
+    func converge(
         _ condition: Condition, to wanted: ConditionPolicy, replacingForeign: Bool,
         onEnd: (@Sendable (LeaseEvent) -> Void)? = nil
     ) throws -> Condition.LeaseRuntime? {
@@ -685,7 +718,8 @@ public actor Conditioner {
                     since: $0.since, expires: $0.expires, clientBound: $0.clientBound
                 )
             },
-            slot: condition.slotNumber
+            slot: condition.slotNumber,
+            sandbox: condition.sandbox?.index
         )
         do {
             try stateStore.save(state)

@@ -1,6 +1,7 @@
 import ControlAPI
 import NIOHTTP1
 import Profiles
+import Sandboxes
 import Shaping
 
 /// An error the control API reports as it is: with its own HTTP status and a stable code.
@@ -135,4 +136,28 @@ extension AliasedConditionError: ControlAPIError {
 extension OverlappingPeerError: ControlAPIError {
     var httpStatus: HTTPResponseStatus { .conflict }
     var errorCode: String { "overlapping-peer" }
+}
+
+extension SandboxError: ControlAPIError {
+    /// Someone else's process is a 403, a namespace in use a 409, no free number a 503.
+    var httpStatus: HTTPResponseStatus {
+        switch code {
+        case .notYours: return .forbidden
+        case .namespaceInUse: return .conflict
+        case .exhausted: return .serviceUnavailable
+        case .plumbingFailed, .natFailed: return .internalServerError
+        }
+    }
+
+    var errorCode: String { code.rawValue }
+}
+
+extension SandboxesUnavailableError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .notImplemented }
+    var errorCode: String { "sandboxes-unavailable" }
+}
+
+extension SandboxRequestError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .conflict }
+    var errorCode: String { "sandbox-request" }
 }

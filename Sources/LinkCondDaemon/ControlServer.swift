@@ -226,7 +226,7 @@ package struct ControlServer: Sendable {
         do {
             held = try await router.conditioner.hold(
                 choice, on: id, by: requester, maximum: maximum, force: lease.force ?? false,
-                replacingForeign: lease.replaceForeign ?? false, onEnd: ended
+                replacingForeign: lease.replaceForeign ?? false, sandbox: lease.sandbox ?? false, onEnd: ended
             )
         } catch {
             let reply = (error as? any ControlAPIError)?.reply

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import Profiles
+import Sandboxes
 import ServiceLifecycle
 import Synchronization
 import Shaping
@@ -22,6 +23,7 @@ public struct LinkCondDaemon: Service {
         configuration: DaemonConfiguration,
         kernel: sending any TrafficControlKernel,
         namespaces: sending (any NamespaceKernels)? = nil,
+        sandboxes: sending (any SandboxPlumbing)? = nil,
         group: any EventLoopGroup,
         notifier: SystemdNotifier = SystemdNotifier(),
         logger: Logger
@@ -74,6 +76,7 @@ public struct LinkCondDaemon: Service {
             eventLoop: group.next(), stateDirectory: configuration.stateDirectory,
             historyFile: configuration.historyFile,
             namespaces: namespaces.map { namespaces in faults.map { FaultInjectingNamespaces(wrapping: namespaces, faults: $0) } ?? namespaces },
+            sandboxes: sandboxes,
             logger: logger
         )
         try await conditioner.recover()

@@ -55,6 +55,8 @@ package struct PersistedState: Codable, Equatable {
     /// A condition with a match (`eth0@PEER`): its slot in the target's tree, so that a
     /// restarted daemon finds its objects under the same handles.
     var slot: UInt16?
+    /// A sandbox's number (`run --isolated`): a restarted daemon removes what it finds of it.
+    var sandbox: UInt16?
 }
 
 /// A stored value that cannot be a profile: out of range, or from a newer daemon.

@@ -48,8 +48,86 @@ enum ChildProcess {
         return pid
     }
 
+    /// A command started in a network namespace of its own and held before exec, while the
+    /// daemon joins that namespace to the host (`run --isolated`).
+    final class IsolatedChild {
+        let pid: pid_t
+        private let gate: Int32
+        private let report: Int32
+        private var released = false
+
+        fileprivate init(pid: pid_t, gate: Int32, report: Int32) {
+            self.pid = pid
+            self.gate = gate
+            self.report = report
+        }
+
+        /// Lets the command run, passes signals on to it, and returns its exit status.
+        func run(_ command: String) async throws(LaunchError) -> Int32 {
+            precondition(!released, "an isolated child runs once")
+            released = true
+            let error = linkcond_release_isolated(pid, gate, report)
+            defer { linkcond_stop_forwarding() }
+            guard error == 0 else {
+                throw LaunchError(command: command, reason: String(cString: strerror(error)), exitStatus: error == ENOENT ? 127 : 126)
+            }
+            linkcond_forward_to(pid)
+            return await ChildProcess.waitForExit(pid)
+        }
+
+        /// Never released: the command exits unstarted, and is reaped.
+        deinit {
+            guard !released else { return }
+            close(gate)
+            close(report)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            linkcond_stop_forwarding()
+        }
+    }
+
+    /// Starts `arguments` in a sandbox of its own (see `linkcond_spawn_isolated`), held before
+    /// exec until `run()`; with `resolvConf`, that file is the sandbox's /etc/resolv.conf.
+    static func isolated(
+        _ arguments: [String], resolvConf: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(LaunchError) -> IsolatedChild {
+        guard let executable = locate(arguments[0], path: environment["PATH"]) else {
+            throw LaunchError(command: arguments[0], reason: "not found in PATH, or not executable", exitStatus: 127)
+        }
+        linkcond_catch_forwarded_signals()
+        linkcond_close_own_descriptors_on_exec()
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        var gate: Int32 = -1
+        var report: Int32 = -1
+        var step: Int32 = 0
+        let error = linkcond_spawn_isolated(&pid, &gate, &report, &step, executable, argv, envp, resolvConf)
+        guard error == 0 else {
+            linkcond_stop_forwarding()
+            throw LaunchError(command: arguments[0], reason: isolationFailure(step: step, error: error), exitStatus: Run.Status.linkcondFailed)
+        }
+        return IsolatedChild(pid: pid, gate: gate, report: report)
+    }
+
+    private static func isolationFailure(step: Int32, error: Int32) -> String {
+        let reason = String(cString: strerror(error))
+        switch UInt32(step) {
+        case LINKCOND_STEP_UNSHARE.rawValue where error == EPERM || error == ENOSPC:
+            return "cannot make its sandbox (a network namespace of its own): \(reason); as a user, this needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, or AppArmor's kernel.apparmor_restrict_unprivileged_userns=0), or run linkcond with sudo"
+        case LINKCOND_STEP_UNSHARE.rawValue: return "cannot make its sandbox (a network namespace of its own): \(reason)"
+        case LINKCOND_STEP_ID_MAP.rawValue: return "cannot map your user into its sandbox: \(reason)"
+        case LINKCOND_STEP_MOUNT.rawValue: return "cannot give its sandbox a working /etc/resolv.conf: \(reason)"
+        default: return reason
+        }
+    }
+
     /// Waits on a thread of its own: `waitpid` blocks, and Swift's cooperative threads must not.
-    private static func waitForExit(_ pid: pid_t) async -> Int32 {
+    fileprivate static func waitForExit(_ pid: pid_t) async -> Int32 {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 var status: Int32 = 0

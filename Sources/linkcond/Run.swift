@@ -14,7 +14,11 @@ struct Run: AsyncParsableCommand {
             command's own (128 + N if signal N ended it), whatever happens to the daemon \
             meanwhile; 125 if linkcond itself failed, so the command did not run; 126 if the \
             command could not be started; 127 if it was not found. \
-            Example: linkcond run --profile "Slow Net" -- npm test
+            With --isolated, the command gets a network of its own (a sandbox joined to the host \
+            through NAT), and only its traffic is conditioned: the host's and other jobs' stay \
+            as they are. \
+            Examples: linkcond run --profile "Slow Net" -- npm test; \
+            linkcond run --isolated --profile "Black Hole" -- pytest tests/offline
             """
     )
 
@@ -29,6 +33,8 @@ struct Run: AsyncParsableCommand {
     @OptionGroup(title: "Condition without a profile") var condition: ConditionOptions
     @Option(name: .customLong("for"), help: ArgumentHelp("Restore the previous condition after this long even if the command still runs.", valueName: "duration"))
     var duration: String?
+    @Flag(help: "Run the command in a sandbox of its own: a network namespace joined to the host through NAT, conditioned alone. Several can run at once, each with its own profile.")
+    var isolated = false
     @Flag(help: "Take over a lease another client holds.") var force = false
     @Flag(help: "Delete a qdisc on the interface that linkcond did not create, instead of refusing.") var replaceForeign = false
     @Argument(parsing: .captureForPassthrough, help: "The command and its arguments, after --.") var command: [String] = []
@@ -36,6 +42,9 @@ struct Run: AsyncParsableCommand {
     func validate() throws {
         try validateDuration(duration)
         _ = try ProfileSelection.resolve(argument: profile, options: condition, commandName: "linkcond run")
+        if isolated, target.condition != nil {
+            throw ValidationError("--isolated makes a network of its own for the command; it takes no --interface, --netns, --pid, --to or --device")
+        }
         guard !arguments.isEmpty else {
             throw ValidationError("give the command to run after --, e.g. linkcond run --profile \"Slow Net\" -- npm test")
         }
@@ -49,7 +58,7 @@ struct Run: AsyncParsableCommand {
     func run() async throws {
         let client = connection.client
         let selection = try ProfileSelection.resolve(argument: profile, options: condition, commandName: "linkcond run")
-        let request = LeaseRequest(
+        var request = LeaseRequest(
             profile: selection.profile, definition: selection.definition, for: duration,
             force: force ? true : nil, replaceForeign: replaceForeign ? true : nil, condition: target.condition
         )
@@ -57,12 +66,23 @@ struct Run: AsyncParsableCommand {
         let told = Atomic<Bool>(false)
         let outcome: (Int32, LeaseOutcome)
         do {
+            var sandbox: ChildProcess.IsolatedChild?
+            if isolated {
+                sandbox = try ChildProcess.isolated(arguments, resolvConf: SandboxDNS.resolvConfReplacement())
+                request.condition = "pid/\(sandbox!.pid)/eth0"
+                request.sandbox = true
+            }
             outcome = try await client.withLease(request, interrupted: { heard in
                 told.store(true, ordering: .relaxed)
                 warn(Format.leaseInterruption(heard))
-            }) { status in
-                warn("\(status.profile?.name ?? "the condition") on \(status.id) while \(arguments[0]) runs")
-                return try await ChildProcess.run(arguments)
+            }) { [sandbox] status in
+                guard let sandbox else {
+                    warn("\(status.profile?.name ?? "the condition") on \(status.id) while \(arguments[0]) runs")
+                    return try await ChildProcess.run(arguments)
+                }
+                let address = status.sandbox.map { " (\($0.address) via \($0.hostInterface))" } ?? ""
+                warn("\(status.profile?.name ?? "the condition") in a sandbox of its own\(address) while \(arguments[0]) runs")
+                return try await sandbox.run(arguments[0])
             }
         } catch let error as ControlClientError {
             warn("\(selection.explain(error).message); \(arguments[0]) did not run")

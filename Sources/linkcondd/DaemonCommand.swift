@@ -9,6 +9,7 @@ import LinkCondDaemon
 import HostFacts
 import Logging
 import NIOPosix
+import Sandboxes
 import ServiceLifecycle
 import Shaping
 
@@ -125,7 +126,7 @@ struct DaemonCommand: ParsableCommand {
         )
         return try await LinkCondDaemon(
             configuration: configuration, kernel: try openKernel(), namespaces: NetlinkNamespaces(),
-            group: MultiThreadedEventLoopGroup.singleton, logger: logger
+            sandboxes: sandboxPlumbing(interface: interface), group: MultiThreadedEventLoopGroup.singleton, logger: logger
         )
     }
 
@@ -134,7 +135,19 @@ struct DaemonCommand: ParsableCommand {
             throw DaemonError(code: .notPermitted, message: "linkcondd --cleanup needs root or CAP_NET_ADMIN")
         }
         let interfaces = [interface ?? DefaultRoute.interface()].compactMap { $0 }
-        try Cleanup.run(interfaces: interfaces, stateDirectory: absolutePath(stateDir), kernel: try openKernel(), namespaces: NetlinkNamespaces(), logger: logger)
+        try Cleanup.run(
+            interfaces: interfaces, stateDirectory: absolutePath(stateDir), kernel: try openKernel(), namespaces: NetlinkNamespaces(),
+            sandboxes: interfaces.first.map(sandboxPlumbing(interface:)), logger: logger
+        )
+    }
+
+    /// Sandboxes' replies come back in on the daemon's interface and on the default route's:
+    /// IPv4 forwarding is turned on there while a sandbox exists, and recorded in the state directory.
+    private func sandboxPlumbing(interface: String) -> KernelSandboxPlumbing {
+        KernelSandboxPlumbing(
+            uplinks: { Array(Set([interface] + [DefaultRoute.interface()].compactMap { $0 })).sorted() },
+            ledger: absolutePath(stateDir) + "/ipv4-forwarding"
+        )
     }
 
     private func openKernel() throws -> NetlinkKernel {

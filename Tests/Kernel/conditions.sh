@@ -7,8 +7,10 @@
 # exactly as it was. Then a condition inside a container's network namespace (a process in a
 # namespace of its own, reached by its PID) and inside a named one (`ip netns`), each ended by
 # the end of its namespace. Then conditions on one peer each (--to) beside the whole interface's,
-# and on a gateway, one per device behind it (--device). Checks go to this lane's results file,
-# which the suite merges.
+# and on a gateway, one per device behind it (--device). Then `run --isolated` sandboxes: two at
+# once on different profiles beside the host's own traffic, and what is left of them after
+# their commands exit, a SIGKILL of their client, and a SIGKILL and restart of the daemon.
+# Checks go to this lane's results file, which the suite merges.
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -535,3 +537,93 @@ check_equal "off --all: nothing of linkcond's left in the gateway" "" "$(tc -n "
 daemon_stop TERM
 gateway_down
 ip -n "$NS_S" link del "srv-gw$LANE" 2>/dev/null || true
+
+# ------------------------------------------------------------------ 29
+log "29. lane $LANE: run --isolated: two sandboxes at once, each under its own profile, the host's own traffic unshaped"
+# What a sandbox leaves on the host: its end of the veth pair, its NAT table.
+sandbox_leftovers() {
+    { ip -n "$NS_C" -o link show | grep -o 'lcsb[0-9]*'; ip netns exec "$NS_C" nft list tables | grep -o 'linkcond_sandbox_[0-9]*'; } | sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+forwarding_now() { ip netns exec "$NS_C" sysctl -n "net.ipv4.conf.$IF_C.forwarding"; }
+sandboxes_listed() { list_json | jq -r '[.conditions[]? | select(.sandbox) | "\(.profile.name // "off")"] | sort | join(",")'; }
+# wait_listed N: until N sandboxes are listed, at most 60 s.
+wait_listed() {
+    local deadline=$((SECONDS + 60))
+    while ((SECONDS < deadline)); do
+        [[ $(list_json | jq '[.conditions[]? | select(.sandbox)] | length') == "$1" ]] && return 0
+        snooze 0.2
+    done
+    return 1
+}
+# wait_no_leftovers: until the sandboxes' objects are gone, at most 30 s.
+wait_no_leftovers() {
+    local deadline=$((SECONDS + 30))
+    while ((SECONDS < deadline)); do
+        [[ -z $(sandbox_leftovers) ]] && return 0
+        snooze 0.2
+    done
+    return 1
+}
+isolated() { cli timeout 180 "$BIN/linkcond" --socket "$SOCK" run --isolated "$@"; }
+daemon_start --enable-fault-injection
+FORWARDING_BEFORE=$(forwarding_now)
+measure "$S4" "$S6"
+BASE_HOST=$RTT4
+isolated --profile "LC Test A" -- python3 "$PROBE" rtt --target "udp:$S4:7" --rounds 40 --interval 0.05 --timeout 1 \
+    >"$WORK/iso-a.json" 2>"$WORK/iso-a.err" &
+ISO_A=$!
+isolated --profile "Black Hole" -- python3 "$PROBE" rtt --target "udp:$S4:7" --rounds 10 --interval 0.05 --timeout 1 \
+    >"$WORK/iso-b.json" 2>"$WORK/iso-b.err" &
+ISO_B=$!
+wait_listed 2 || true
+check_equal "both sandboxes listed while their commands run" "Black Hole,LC Test A" "$(sandboxes_listed)"
+ADDRESSES=$(list_json | jq -r '[.conditions[]? | select(.sandbox) | .sandbox.address] | sort | join(" ")')
+note "sandbox addresses: $ADDRESSES; on the host: $(sandbox_leftovers)"
+measure "$S4" "$S6"
+HOST_DURING=$RTT4
+ISO_A_RC=0; wait "$ISO_A" || ISO_A_RC=$?
+ISO_B_RC=0; wait "$ISO_B" || ISO_B_RC=$?
+sed 's/^/      a: /' "$WORK/iso-a.err"; sed 's/^/      b: /' "$WORK/iso-b.err"
+check_rc "run --isolated under LC Test A: the command's own status" "$ISO_A_RC" 0 "the probe's"
+SANDBOX_A=$(rtt_field "$WORK/iso-a.json" "udp:$S4:7" median_ms)
+SANDBOX_A_GOT=$(rtt_field "$WORK/iso-a.json" "udp:$S4:7" received)
+EXTRA_A=$(minus "$SANDBOX_A" "$BASE_HOST")
+record "sandbox under LC Test A reaches the server through NAT, +100 ms" "+100 ms, 40/40 replies" \
+    "+$EXTRA_A ms ($SANDBOX_A - base $BASE_HOST), $SANDBOX_A_GOT/40" "-1 ms, +10 ms" \
+    "$([[ $EXTRA_A != null && $SANDBOX_A_GOT == 40 ]] && fcond "$EXTRA_A" 'a >= 99 && a <= 110' && echo PASS || echo FAIL)"
+check_equal "sandbox under Black Hole: no reply" "0" "$(rtt_field "$WORK/iso-b.json" "udp:$S4:7" received)"
+EXTRA_HOST=$(minus "$HOST_DURING" "$BASE_HOST")
+record "the host's own traffic to the same server meanwhile: unshaped" "+0 ms" "+$EXTRA_HOST ms ($HOST_DURING - base $BASE_HOST)" "<= +5 ms" \
+    "$([[ $EXTRA_HOST != null ]] && fcond "$EXTRA_HOST" 'a <= 5' && echo PASS || echo FAIL)"
+wait_no_leftovers || true
+check_equal "after both commands exit: no veth or NAT table of theirs left" "" "$(sandbox_leftovers)"
+check_equal "after both commands exit: only the default condition" "$IF_C=off" "$(conditions_now)"
+check_equal "after both commands exit: IPv4 forwarding on $IF_C as it was" "$FORWARDING_BEFORE" "$(forwarding_now)"
+
+log "29b. lane $LANE: a sandbox ends when its run client is killed, and at a daemon restart"
+# Started directly, not through cli(): $! must be the client itself.
+ip netns exec "$NS_C" "$BIN/linkcond" --socket "$SOCK" run --isolated --profile "LC Test A" -- sleep 171 >/dev/null 2>&1 &
+RUN_PID=$!
+wait_listed 1 || true
+DURING=$(sandbox_leftovers)
+check_equal "a running sandbox has its veth and NAT table" yes "$([[ $DURING == *lcsb* && $DURING == *linkcond_sandbox_* ]] && echo yes || echo no)"
+kill -KILL "$RUN_PID"; wait "$RUN_PID" 2>/dev/null || true
+wait_no_leftovers || true
+check_equal "after SIGKILL of the run client: nothing of its sandbox left" "" "$(sandbox_leftovers)"
+check_equal "after SIGKILL of the run client: its condition gone" "$IF_C=off" "$(conditions_now)"
+check_equal "after SIGKILL of the run client: IPv4 forwarding on $IF_C as it was" "$FORWARDING_BEFORE" "$(forwarding_now)"
+pkill -KILL -f "sleep 171" || true
+ip netns exec "$NS_C" "$BIN/linkcond" --socket "$SOCK" run --isolated --profile "LC Test A" -- sleep 172 >/dev/null 2>&1 &
+RUN_PID=$!
+wait_listed 1 || true
+daemon_stop KILL
+check_equal "after SIGKILL of the daemon: the sandbox's objects are still there" yes "$([[ -n $(sandbox_leftovers) ]] && echo yes || echo no)"
+daemon_start --enable-fault-injection
+check_equal "after the restart: nothing of the sandbox left" "" "$(sandbox_leftovers)"
+check_equal "after the restart: IPv4 forwarding on $IF_C as it was" "$FORWARDING_BEFORE" "$(forwarding_now)"
+check_equal "after the restart: only the default condition" "$IF_C=off" "$(conditions_now)"
+check_equal "the history has the restart ending the sandbox's condition" "true" \
+    "$(timeout 10 curl -sf --unix-socket "$SOCK" 'http://linkcond/v1/history?limit=5' | jq -r '[.entries[] | select((.condition // "") | startswith("pid/")) | "\(.to) \(.reason)"] | any(. == "off startup")')"
+kill -KILL "$RUN_PID" 2>/dev/null; wait "$RUN_PID" 2>/dev/null || true
+pkill -KILL -f "sleep 172" || true
+daemon_stop TERM

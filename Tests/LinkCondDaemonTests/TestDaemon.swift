@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import Profiles
+import Sandboxes
 import Shaping
 import ShapingTestSupport
 
@@ -41,7 +42,8 @@ enum TestDaemon {
     static func conditioner(
         kernel: FakeKernel, stateDirectory: String? = nil, historyFile: String? = nil,
         catalog: ProfileCatalog = ProfileCatalog(entries: profiles, problems: [problem]), profileDirectories: [String] = [],
-        eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next(), namespaces: FakeNamespaces? = nil
+        eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next(), namespaces: FakeNamespaces? = nil,
+        sandboxes: (any SandboxPlumbing & Sendable)? = nil
     ) -> Conditioner {
         Conditioner(
             engine: ShapingEngine(kernel: kernel, logger: .quiet),
@@ -53,6 +55,7 @@ enum TestDaemon {
             stateDirectory: stateDirectory,
             historyFile: historyFile,
             namespaces: namespaces,
+            sandboxes: sandboxes,
             logger: .quiet
         )
     }

@@ -11,6 +11,30 @@
 /// fork or of the exec (ENOENT, EACCES, ...).
 int linkcond_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[]);
 
+/// Where starting a sandboxed child failed, for `linkcond_spawn_isolated`'s `failed_step`.
+enum linkcond_isolation_step {
+    LINKCOND_STEP_NONE = 0,
+    LINKCOND_STEP_FORK,
+    LINKCOND_STEP_UNSHARE,
+    LINKCOND_STEP_ID_MAP,
+    LINKCOND_STEP_MOUNT,
+    LINKCOND_STEP_EXEC,
+};
+
+/// Starts a child as `linkcond_spawn` does, but in a network namespace of its own (inside a
+/// user namespace that maps only the caller's uid and gid when the caller is not root), and,
+/// with `resolv_conf`, a mount namespace of its own where that file is bound over
+/// /etc/resolv.conf. The child then waits before exec: `linkcond_release_isolated` lets it run
+/// `path`; closing `*gate` instead makes it exit 125 unstarted. Returns 0 and sets `pid`,
+/// `gate` and `report`, or an errno with `*failed_step` saying which step it came from.
+int linkcond_spawn_isolated(
+    pid_t *pid, int *gate, int *report, int *failed_step, const char *path, char *const argv[], char *const envp[],
+    const char *resolv_conf);
+
+/// Lets the child of `linkcond_spawn_isolated` exec. Returns 0 once it has, or the errno of
+/// its exec (the child is then reaped).
+int linkcond_release_isolated(pid_t pid, int gate, int report);
+
 /// From now on this process does not die of SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or
 /// SIGUSR2; the ones another process sends it (kill(2), `timeout`, a CI runner) are passed on
 /// to the child named by `linkcond_forward_to`, or kept for it until then. Ones the kernel

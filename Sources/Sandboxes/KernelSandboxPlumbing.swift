@@ -1,0 +1,154 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Glibc
+import Netlink
+
+/// The real plumbing: netlink through libnl for devices, addresses and routes, libnftables for
+/// NAT. IPv4 forwarding is turned on for the sandbox's host end and for `uplinks` (where replies
+/// come back in), and the uplinks where it was off are written to `ledger` first, so that a
+/// restarted daemon still turns it back off.
+public final class KernelSandboxPlumbing: SandboxPlumbing {
+    private let uplinks: @Sendable () -> [String]
+    private let ledger: String?
+    private var inMemoryLedger: [String] = []
+
+    /// `uplinks` are read at each plumbing: the default route may move.
+    public init(uplinks: @escaping @Sendable () -> [String], ledger: String?) {
+        self.uplinks = uplinks
+        self.ledger = ledger
+    }
+
+    public func owner(ofProcess pid: Int32) -> UInt32? {
+        var status = stat()
+        guard stat("/proc/\(pid)", &status) == 0 else { return nil }
+        return status.st_uid
+    }
+
+    public func checkFresh(namespaceAt path: String, identity: NamespaceIdentity) throws(SandboxError) {
+        let names: [String]
+        do {
+            let file = try NetworkNamespaceFile(path: path, expected: identity)
+            names = try NetlinkSocket(in: file).linkNames()
+        } catch {
+            throw SandboxError(code: .plumbingFailed, message: "cannot look into \(path): \(error)")
+        }
+        let others = names.filter { $0 != "lo" }
+        guard others.isEmpty else {
+            throw SandboxError(
+                code: .namespaceInUse,
+                message: "the network namespace \(path) already has \(others.sorted().joined(separator: ", ")); a sandbox is made only of a fresh one (linkcond run --isolated makes it)"
+            )
+        }
+    }
+
+    public func plumb(_ sandbox: SandboxAddressing, namespaceAt path: String, identity: NamespaceIdentity) throws(SandboxError) {
+        do {
+            try plumbDevices(sandbox, namespaceAt: path, identity: identity)
+        } catch {
+            _ = tearDown(sandbox)
+            throw SandboxError(code: .plumbingFailed, message: "cannot join sandbox \(sandbox.index) to the host: \(error)")
+        }
+        do {
+            let nft = try NFTables()
+            // A table left by a daemon killed halfway would otherwise get the rule twice.
+            try? nft.run(sandbox.natRemoval)
+            try nft.run(sandbox.natRuleset)
+        } catch {
+            _ = tearDown(sandbox)
+            throw error
+        }
+    }
+
+    private func plumbDevices(_ sandbox: SandboxAddressing, namespaceAt path: String, identity: NamespaceIdentity) throws(NetlinkError) {
+        let host = try NetlinkSocket()
+        let file = try NetworkNamespaceFile(path: path, expected: identity)
+        let inside = try NetlinkSocket(in: file)
+        let peer = SandboxAddressing.sandboxInterface
+        try host.addVethPair(named: sandbox.hostInterface, peer: peer, peerNamespace: file)
+        try host.addIPv4Address(sandbox.hostAddress, prefixLength: SandboxAddressing.prefixLength, to: sandbox.hostInterface)
+        try host.setIPv4Forwarding(true, on: sandbox.hostInterface)
+        try host.setUp(sandbox.hostInterface)
+        try inside.setUp("lo")
+        try inside.addIPv4Address(sandbox.sandboxAddress, prefixLength: SandboxAddressing.prefixLength, to: peer)
+        try inside.setUp(peer)
+        try inside.addIPv4DefaultRoute(via: sandbox.hostAddress, on: peer)
+        for uplink in uplinks() where try host.link(named: uplink) != nil {
+            guard try !host.ipv4Forwarding(on: uplink) else { continue }
+            try remember(uplink)
+            try host.setIPv4Forwarding(true, on: uplink)
+        }
+    }
+
+    public func tearDown(_ sandbox: SandboxAddressing) -> [String] {
+        var problems: [String] = []
+        do {
+            try NetlinkSocket().deleteLink(named: sandbox.hostInterface)
+        } catch where error.code == .noSuchDevice || error.code == .notFound {
+            // Gone with its namespace, or never made.
+        } catch {
+            problems.append("\(sandbox.hostInterface): \(error)")
+        }
+        do {
+            try NFTables().run(sandbox.natRemoval)
+        } catch where error.kernelReason?.contains("No such file or directory") == true {
+            // Never made, or removed already.
+        } catch {
+            problems.append("\(sandbox.natTable): \(error)")
+        }
+        return problems
+    }
+
+    public func restoreForwarding() -> [String] {
+        let turnedOn = recorded()
+        guard !turnedOn.isEmpty else { return [] }
+        var problems: [String] = []
+        let socket: NetlinkSocket
+        do {
+            socket = try NetlinkSocket()
+        } catch {
+            return ["IPv4 forwarding on \(turnedOn.joined(separator: ", ")): \(error)"]
+        }
+        for uplink in turnedOn {
+            do {
+                try socket.setIPv4Forwarding(false, on: uplink)
+            } catch where error.code == .noSuchDevice || error.code == .notFound {
+                // The device is gone, and its setting with it.
+            } catch {
+                problems.append("IPv4 forwarding on \(uplink): \(error)")
+            }
+        }
+        if problems.isEmpty { forget() }
+        return problems
+    }
+
+    // MARK: The ledger of forwarding linkcond turned on
+
+    private func recorded() -> [String] {
+        guard let ledger else { return inMemoryLedger }
+        guard let text = try? String(contentsOfFile: ledger, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+    }
+
+    private func remember(_ uplink: String) throws(NetlinkError) {
+        var names = recorded()
+        guard !names.contains(uplink) else { return }
+        names.append(uplink)
+        guard let ledger else {
+            inMemoryLedger = names
+            return
+        }
+        do {
+            try Data((names.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: ledger), options: .atomic)
+        } catch {
+            throw NetlinkError(code: .other, operation: "record IPv4 forwarding on \(uplink) in \(ledger)", reason: "\(error)")
+        }
+    }
+
+    private func forget() {
+        inMemoryLedger = []
+        if let ledger { unlink(ledger) }
+    }
+}

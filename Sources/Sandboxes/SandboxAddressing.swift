@@ -1,0 +1,63 @@
+/// Where sandbox number `index` sits: the names of its devices and NAT table, and its /30 in
+/// 10.254.0.0/16 (the host end `.1`, the sandbox's `eth0` `.2`). Pure: a number in, names and
+/// addresses out, the same in every daemon, so that a restarted one finds what an earlier made.
+public struct SandboxAddressing: Hashable, Sendable, Codable {
+    public var index: UInt16
+
+    /// 16384 /30 networks fit into 10.254.0.0/16.
+    public static let maximumIndex: UInt16 = 16383
+    public static let network: [UInt8] = [10, 254, 0, 0]
+    public static let networkPrefixLength = 16
+    public static let prefixLength = 30
+    /// The device inside the sandbox, under the name programs expect to find.
+    public static let sandboxInterface = "eth0"
+    static let hostInterfacePrefix = "lcsb"
+    static let tablePrefix = "linkcond_sandbox_"
+
+    public init(index: UInt16) {
+        precondition(index <= Self.maximumIndex, "sandbox index \(index) out of range")
+        self.index = index
+    }
+
+    /// The host's end of the pair, in the daemon's network namespace (`lcsb12`).
+    public var hostInterface: String { Self.hostInterfacePrefix + String(index) }
+    /// The nft table that masquerades this sandbox's traffic (`linkcond_sandbox_12`).
+    public var natTable: String { Self.tablePrefix + String(index) }
+
+    /// The first address of this sandbox's /30.
+    public var subnet: [UInt8] {
+        let offset = Int(index) * 4
+        return [Self.network[0], Self.network[1], UInt8(offset >> 8), UInt8(offset & 0xFF)]
+    }
+
+    public var hostAddress: [UInt8] { address(plus: 1) }
+    public var sandboxAddress: [UInt8] { address(plus: 2) }
+
+    private func address(plus host: UInt8) -> [UInt8] {
+        var bytes = subnet
+        bytes[3] |= host
+        return bytes
+    }
+
+    static func text(_ bytes: [UInt8]) -> String {
+        bytes.map(String.init).joined(separator: ".")
+    }
+
+    public var subnetText: String { "\(Self.text(subnet))/\(Self.prefixLength)" }
+    public var hostAddressText: String { Self.text(hostAddress) }
+    public var sandboxAddressText: String { Self.text(sandboxAddress) }
+
+    /// The nft commands that make this sandbox's table: what leaves the sandbox for anywhere
+    /// but the sandbox itself goes out with the host's address, as from a home router.
+    public var natRuleset: String {
+        """
+        add table ip \(natTable)
+        add chain ip \(natTable) postrouting { type nat hook postrouting priority srcnat; policy accept; }
+        add rule ip \(natTable) postrouting ip saddr \(subnetText) ip daddr != \(subnetText) masquerade
+
+        """
+    }
+
+    /// The nft command that removes this sandbox's table, rules and all.
+    public var natRemoval: String { "delete table ip \(natTable)\n" }
+}

@@ -1,0 +1,20 @@
+import Netlink
+
+/// Joins a fresh network namespace to the host for `linkcond run --isolated`: a veth pair,
+/// addresses, a default route, NAT and forwarding. Only the daemon's own objects are touched,
+/// named after the sandbox's number, so that a restarted daemon can remove them by name.
+public protocol SandboxPlumbing: AnyObject {
+    /// The user who owns process `pid`, `nil` once it has exited.
+    func owner(ofProcess pid: Int32) -> UInt32?
+    /// Fails with `namespaceInUse` unless the namespace has no device but `lo`: only a
+    /// namespace made for the purpose is plumbed, never a container's or the host's.
+    func checkFresh(namespaceAt path: String, identity: NamespaceIdentity) throws(SandboxError)
+    /// Joins the namespace to the host as `sandbox`; on failure nothing of it is left.
+    func plumb(_ sandbox: SandboxAddressing, namespaceAt path: String, identity: NamespaceIdentity) throws(SandboxError)
+    /// Removes what `plumb` made on the host (the pair goes from the sandbox with it); what was
+    /// already gone is no problem. Returns what could not be removed.
+    func tearDown(_ sandbox: SandboxAddressing) -> [String]
+    /// No sandbox is left: IPv4 forwarding goes back off where linkcond turned it on.
+    /// Returns what could not be restored.
+    func restoreForwarding() -> [String]
+}

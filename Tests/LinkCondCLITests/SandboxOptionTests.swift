@@ -1,0 +1,28 @@
+import ArgumentParser
+@testable import linkcond
+import Testing
+
+@Suite("run --isolated")
+struct SandboxOptionTests {
+    @Test("--isolated takes no target: the sandbox is the target")
+    func noTarget() {
+        #expect(throws: (any Error).self) {
+            _ = try LinkCond.parseAsRoot(["run", "--isolated", "--interface", "eth1", "--profile", "Slow Net", "--", "true"])
+        }
+        #expect(throws: (any Error).self) {
+            _ = try LinkCond.parseAsRoot(["run", "--isolated", "--to", "10.0.0.5", "--profile", "Slow Net", "--", "true"])
+        }
+        let run = try? #require(try LinkCond.parseAsRoot(["run", "--isolated", "--profile", "Slow Net", "--", "npm", "test"]) as? Run)
+        #expect(run?.isolated == true && run?.arguments == ["npm", "test"])
+    }
+
+    @Test("A resolver only on the host's loopback is replaced by the upstream servers; a reachable one is kept")
+    func resolvers() {
+        #expect(SandboxDNS.onlyLoopback("nameserver 127.0.0.53\noptions edns0 trust-ad\n"))
+        #expect(SandboxDNS.onlyLoopback("# local\nnameserver 127.0.0.1\nnameserver ::1\n"))
+        #expect(!SandboxDNS.onlyLoopback("nameserver 127.0.0.53\nnameserver 192.0.2.53\n"))
+        #expect(!SandboxDNS.onlyLoopback("nameserver 10.0.0.1\n"))
+        #expect(!SandboxDNS.onlyLoopback("search example.com\n"), "no nameserver at all: the resolver's own default, nothing to replace")
+        #expect(SandboxDNS.nameservers(in: "nameserver\t8.8.8.8\nnameserver 2001:db8::1 \n#nameserver 1.1.1.1\n") == ["8.8.8.8", "2001:db8::1"])
+    }
+}
