@@ -96,6 +96,18 @@ public struct PeerSpec: Hashable, Sendable, CustomStringConvertible {
 
     public var isIPv6: Bool { address?.count == 16 }
 
+    /// Whether every address this names is the machine's own loopback (within `127.0.0.0/8`,
+    /// or `::1`), which no interface but `lo` carries.
+    public var isLoopback: Bool {
+        guard let address, !isDevice else { return false }
+        if address.count == 4 { return address[0] == 127 && prefixLength >= 8 }
+        return prefixLength == 128 && address == [UInt8](repeating: 0, count: 15) + [1]
+    }
+
+    /// Whether this names a server's port, so that on `lo` the port tells the two ways apart:
+    /// towards the server it is the destination port, from it the source port.
+    public var namesServerPort: Bool { port != nil && !isDevice }
+
     public var description: String {
         isDevice ? Self.devicePrefix + peerDescription : peerDescription
     }

@@ -40,11 +40,14 @@ public struct TooManyConditionsError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// Loopback carries each packet out and in on the same device: a whole-interface condition
-/// there would shape every packet twice.
+/// Loopback carries each packet out and in on the same device: only a local server's port tells
+/// the packets towards it (leaving `lo` to that port) from its answers (arriving from it), so a
+/// condition there without one would shape every packet twice.
 public struct LoopbackConditionError: Error, Sendable, CustomStringConvertible {
+    public var requested: ConditionID
     public var description: String {
-        "lo cannot have a condition of its own: each packet crosses it twice (out and back in), so every value would count double"
+        "\(requested): a condition on lo needs a local server's port (--to 127.0.0.1:8080, --to [::1]:8080): "
+            + "each packet crosses lo twice, out and back in, and only the server's port tells which way it goes"
     }
 }
 

@@ -369,18 +369,20 @@ public actor Conditioner {
         guard conditions.count < Self.maximumConditions else {
             throw TooManyConditionsError(limit: Self.maximumConditions)
         }
-        guard id.interface != Self.loopback else { throw LoopbackConditionError() }
+        guard id.interface != Self.loopback || id.peer?.namesServerPort == true else {
+            throw LoopbackConditionError(requested: id)
+        }
         let condition = try absentCondition(id)
         insert(condition)
         return condition
     }
 
-    /// The id `id` stands for: the default condition for `nil`, and the daemon's own interface
-    /// for `@PEER`.
+    /// The id `id` stands for: the default condition for `nil`, and for `@PEER` the daemon's
+    /// own interface, or `lo` when the peer is on this machine's loopback (`@127.0.0.1:8080`).
     func resolved(_ id: ConditionID?) -> ConditionID {
         guard var id else { return defaultID }
         if id.interface.isEmpty {
-            id.interface = defaultID.interface
+            id.interface = id.peer?.isLoopback == true ? Self.loopback : defaultID.interface
         }
         return id
     }

@@ -104,4 +104,13 @@ struct PeerSpecTests {
             #expect(throws: PeerSpecError.self) { try PeerSpec(parsing: bad) }
         }
     }
+
+    @Test("Only this machine's loopback addresses are loopback peers", arguments: [
+        ("127.0.0.1:8080", true), ("127.0.0.1", true), ("127.0.0.0/8:53", true), ("127.1.2.3:80/udp", true), ("[::1]:8080", true),
+        ("127.0.0.0/7:80", false), ("[::]:80", false), ("::/127", false), ("10.0.0.5:80", false), ("*:8080", false),
+        ("device=127.0.0.1", false),
+    ])
+    func loopback(text: String, isLoopback: Bool) throws {
+        #expect(try PeerSpec(parsing: text).isLoopback == isLoopback)
+    }
 }

@@ -30,9 +30,11 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 : >"$RESULTS"
 CONTAINER_PID=""
+LOCAL_SERVER_PID=""
 cleanup() {
     set +e
     [[ -z $CONTAINER_PID ]] || kill -KILL "$CONTAINER_PID" 2>/dev/null
+    [[ -z $LOCAL_SERVER_PID ]] || kill -KILL "$LOCAL_SERVER_PID" 2>/dev/null
     ip netns del "lc-named$LANE" 2>/dev/null
     for ns in "lc-gw$LANE" "lc-sw$LANE" "lc-d1$LANE" "lc-d2$LANE"; do ip netns del "$ns" 2>/dev/null; done
     daemon_stop TERM
@@ -567,6 +569,8 @@ wait_no_leftovers() {
 isolated() { cli timeout 180 "$BIN/linkcond" --socket "$SOCK" run --isolated "$@"; }
 daemon_start --enable-fault-injection
 FORWARDING_BEFORE=$(forwarding_now)
+check_equal "IPv4 forwarding on $IF_C reads as 0 or 1 (what the checks below compare with)" yes \
+    "$([[ $FORWARDING_BEFORE == [01] ]] && echo yes || echo no)"
 measure "$S4" "$S6"
 BASE_HOST=$RTT4
 isolated --profile "LC Test A" -- python3 "$PROBE" rtt --target "udp:$S4:7" --rounds 40 --interval 0.05 --timeout 1 \
@@ -627,3 +631,54 @@ check_equal "the history has the restart ending the sandbox's condition" "true" 
 kill -KILL "$RUN_PID" 2>/dev/null; wait "$RUN_PID" 2>/dev/null || true
 pkill -KILL -f "sleep 172" || true
 daemon_stop TERM
+
+# ------------------------------------------------------------------ 30
+log "30. lane $LANE: a local server's port on lo (--to 127.0.0.1:PORT, [::1]:PORT): shaped once, other local ports not"
+# A second probe server, inside the client namespace: its echo ports on 127.0.0.1 and ::1 are
+# "a server on the same machine" for the client there.
+LOCAL_CTL=$WORK/probe-local.ctl
+ip netns exec "$NS_C" timeout 600 python3 "$PROBE" serve --ctl "$LOCAL_CTL" 2>>"$WORK/probe-local.log" &
+LOCAL_SERVER_PID=$!
+for _ in $(seq 300); do [[ -S $LOCAL_CTL ]] && break; snooze 0.1; done
+lo_objects() {
+    { ip netns exec "$NS_C" tc qdisc show dev lo | awk '{ print $2 }'; ip -n "$NS_C" -o link show | grep -o 'lc-lo\b' || true; } | tr '\n' ' ' | sed 's/ $//'
+}
+LO_IDLE=$(lo_objects)
+daemon_start --enable-fault-injection
+T_L4="udp:127.0.0.1:7"; T_M4="udp:127.0.0.1:53"; T_L6="udp:[::1]:7"; T_M6="udp:[::1]:53"
+LOCAL_TARGETS=("$T_L4" "$T_M4" "$T_L6" "$T_M6" "$T_A4")
+peer_measure "${LOCAL_TARGETS[@]}"
+declare -A LOCAL_BASE
+for t in "${LOCAL_TARGETS[@]}"; do LOCAL_BASE[$t]=${PEER_RTT[$t]% *}; done
+check_equal "baseline: each local port and the server answer" "10 10 10 10 10" \
+    "$(for t in "${LOCAL_TARGETS[@]}"; do printf '%s ' "${PEER_RTT[$t]#* }"; done | sed 's/ $//')"
+
+lc_capture activate --to "127.0.0.1:7/udp" "LC Test B"
+check_rc "activate --to 127.0.0.1:7/udp (LC Test B)" "$LC_RC" 0 "succeeds"
+check_contains "a loopback peer's condition is on lo" "$LC_OUT" "lo@127.0.0.1:7/udp"
+lc activate --to "[::1]:7/udp" "LC Test B" >/dev/null
+peer_measure "${LOCAL_TARGETS[@]}"
+# Shaped twice (leaving lo and arriving on it) would be +50 ms.
+peer_check "the local server's port under LC Test B: +25 ms, shaped once, IPv4" "${PEER_RTT[$T_L4]}" "${LOCAL_BASE[$T_L4]}" 25
+peer_check "the local server's port under LC Test B: +25 ms, shaped once, IPv6" "${PEER_RTT[$T_L6]}" "${LOCAL_BASE[$T_L6]}" 25
+peer_check "another local port: unshaped, IPv4" "${PEER_RTT[$T_M4]}" "${LOCAL_BASE[$T_M4]}" 0
+peer_check "another local port: unshaped, IPv6" "${PEER_RTT[$T_M6]}" "${LOCAL_BASE[$T_M6]}" 0
+peer_check "the remote server over $IF_C: unshaped" "${PEER_RTT[$T_A4]}" "${LOCAL_BASE[$T_A4]}" 0
+LO_SHAPED=$(lo_objects)
+lc_capture activate --interface lo "LC Test B"
+check_rc "the whole of lo: refused" "$LC_RC" nonzero "fails"
+check_contains "it says why" "$LC_ERR" "needs a local server's port"
+check_equal "the refusal changed nothing on lo" "$LO_SHAPED" "$(lo_objects)"
+lc activate --to "127.0.0.1:7/udp" "Black Hole" >/dev/null
+peer_measure "$T_L4" "$T_M4"
+peer_check "the local server's port on Black Hole, IPv4" "${PEER_RTT[$T_L4]}" "${LOCAL_BASE[$T_L4]}" none
+peer_check "beside it, another local port: unshaped" "${PEER_RTT[$T_M4]}" "${LOCAL_BASE[$T_M4]}" 0
+daemon_stop KILL
+daemon_start --enable-fault-injection
+check_equal "SIGKILL and a restart: both loopback conditions re-adopted" \
+    "$IF_C=off lo@127.0.0.1:7/udp=Black Hole lo@[::1]:7/udp=LC Test B" "$(conditions_now)"
+lc off --all >/dev/null
+check_equal "off --all: lo as before, no IFB of its own" "$LO_IDLE" "$(lo_objects)"
+daemon_stop TERM
+kill "$LOCAL_SERVER_PID" 2>/dev/null; wait "$LOCAL_SERVER_PID" 2>/dev/null || true
+LOCAL_SERVER_PID=""

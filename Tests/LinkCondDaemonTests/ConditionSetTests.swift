@@ -1,6 +1,7 @@
 import ControlAPI
 import Foundation
 @testable import LinkCondDaemon
+import Netlink
 import NIOHTTP1
 import Profiles
 import Shaping
@@ -91,14 +92,51 @@ struct ConditionSetTests {
         #expect(String(decoding: reply.body, as: UTF8.self).contains("unknown-interface"))
     }
 
-    @Test("lo gets no condition of its own: every packet would be shaped twice")
-    func loopback() async throws {
+    @Test("lo takes conditions only on a local server's port: without one every packet would be shaped twice",
+          arguments: ["lo", "lo@127.0.0.1", "lo@::1", "lo@device=127.0.0.1"])
+    func loopbackNeedsAPort(text: String) async throws {
         let kernel = FakeKernel(interfaces: ["eth0", "lo"])
         let conditioner = TestDaemon.conditioner(kernel: kernel)
+        let id = try ConditionID(parsing: text)
         await #expect(throws: LoopbackConditionError.self) {
-            try await conditioner.activate("Slow Net", on: ConditionID(interface: "lo"), by: TestDaemon.root)
+            try await conditioner.activate("Slow Net", on: id, by: TestDaemon.root)
         }
         #expect(kernel.executed.isEmpty)
+        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+    }
+
+    @Test("A local server's port (@127.0.0.1:8080, @[::1]:8080) is a condition on lo: towards it leaving lo, from it arriving")
+    func loopbackServer() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0", "lo"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel)
+        let untouched = kernel.state(of: "eth0")
+        let v4 = try await conditioner.activate("Slow Net", on: ConditionID(parsing: "@127.0.0.1:8080"), by: TestDaemon.root)
+        #expect(v4.id == "lo@127.0.0.1:8080" && v4.interface == "lo" && v4.ifb == "lc-lo")
+        let v6 = try await conditioner.activate("Nasty Net", on: ConditionID(parsing: "@[::1]:8080/tcp"), by: TestDaemon.root)
+        #expect(v6.id == "lo@[::1]:8080/tcp")
+        #expect(Self.devices(kernel.executed) == ["lo", "lc-lo"])
+        #expect(kernel.state(of: "eth0") == untouched)
+        #expect(kernel.htbClass(ReservedHandles.profileClass, on: "lo") == nil, "nothing shapes lo as a whole")
+
+        /// The flower keys that send packets to the two matches' classes.
+        func matchKeys(on device: String) -> [FlowerKey] {
+            let classes = [ReservedHandles.matchClass(1), ReservedHandles.matchClass(2)].map(FilterNode.Target.classify)
+            return kernel.devices[device]!.filters.values.joined().compactMap { filter in
+                guard classes.contains(filter.target), case .flower(_, let key) = filter.classifier else { return nil }
+                return key
+            }
+        }
+        let egress = matchKeys(on: "lo")
+        let ingress = matchKeys(on: "lc-lo")
+        #expect(egress.count == 3 && ingress.count == 3, "TCP and UDP to 127.0.0.1:8080, TCP to [::1]:8080, each way")
+        #expect(egress.contains { $0.destinationPort == 8080 && $0.sourcePort == nil })
+        #expect(ingress.contains { $0.sourcePort == 8080 && $0.destinationPort == nil })
+        #expect(!egress.contains { $0.sourcePort == 8080 } && !ingress.contains { $0.destinationPort == 8080 },
+                "a packet is matched one way only: towards the server on the way out, from it on the way in")
+
+        _ = try await conditioner.deactivateAll(by: TestDaemon.root)
+        #expect(kernel.devices["lc-lo"] == nil)
+        #expect(kernel.devices["lo"]?.qdiscs.map(\.kind) == ["noqueue"])
     }
 
     @Test("A condition not held shows as off, as long as its interface exists")
