@@ -51,7 +51,8 @@ kernel-test:
 	$(MAKE) build PRODUCTS="linkcondd linkcond linkcond-bench"
 	scripts/vm-run -- env LINKCOND_BIN=$(CURDIR)/$(RELEASE) Tests/Kernel/suite.sh
 
-## Setup, then a demo in throwaway namespaces: Slow Net, Nasty Net and Black Hole, measured.
+## Setup, then a demo in throwaway namespaces: Slow Net, Nasty Net and Black Hole, then two
+## isolated jobs side by side on different profiles, measured.
 demo:
 	scripts/demo
 

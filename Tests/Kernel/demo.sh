@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # linkcond demo: linkcondd shapes one end of a veth pair between two throwaway namespaces, and
 # this script switches it through Slow Net, Nasty Net and Black Hole while measuring real
-# traffic, then prints measured vs promised. Runs as root on a kernel with netem; `make demo`
+# traffic, runs two `run --isolated` jobs side by side on different profiles, then prints
+# measured vs promised. Runs as root on a kernel with netem; `make demo`
 # (scripts/demo) decides whether that is this machine or a VM.
 set -euo pipefail
 
@@ -26,7 +27,7 @@ row() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$WORK/demo.tsv"; printf '  %-11s %-34s
 json() { jq -r "$2" "$1" 2>/dev/null || echo "?"; }
 rtt() { probe_cli 120 rtt --target "udp:$S4:7" --target "udp:$S4:53" --target "tcp:$S4:22" --rounds "$1" --interval 0.3 --timeout 3 >"$WORK/rtt.json" || true; }
 median() { json "$WORK/rtt.json" ".[] | select(.target == \"$1\") | .median_ms // \"lost\""; }
-extra() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 == a && b + 0 == b) printf "%.0f ms", a - b; else print "lost" }'; }
+extra() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 == a && b + 0 == b) { d = a - b; printf "%.0f ms", (d > -0.5 && d < 0.5) ? 0 : d } else print "lost" }'; }
 
 echo "linkcond demo on $(uname -r): linkcondd shapes veth-c in namespace $NS_C; the servers live in $NS_S."
 topo_up
@@ -72,6 +73,33 @@ row "Black Hole" "SSH (TCP port 22)" "reachable" "$ssh_state"
 echo
 echo "$ linkcond off"
 lc off | sed 's/^/  /'
+
+echo
+echo "Two jobs side by side, each in a sandbox of its own, while the host measures its own traffic:"
+echo "$ linkcond run --isolated --profile 'Slow Net' -- probe rtt ... &"
+echo "$ linkcond run --isolated --profile 'Black Hole' -- probe rtt ... &"
+job() { cli timeout 120 "$BIN/linkcond" --socket "$SOCK" run --isolated --profile "$1" -- \
+    python3 "$PROBE" rtt --target "udp:$S4:7" --rounds 8 --interval 0.3 --timeout 3; }
+job "Slow Net" >"$WORK/job-slow.json" 2>"$WORK/job-slow.err" &
+slow_job=$!
+job "Black Hole" >"$WORK/job-hole.json" 2>"$WORK/job-hole.err" &
+hole_job=$!
+for _ in $(seq 150); do
+    [[ $(lc status --all --json 2>/dev/null | jq '[.conditions[] | select(.sandbox)] | length') == 2 ]] && break
+    sleep 0.2
+done
+echo "$ linkcond status --all"
+lc status --all | sed 's/^/  /'
+rtt 8
+host_udp=$(median "udp:$S4:7")
+wait "$slow_job" || true
+wait "$hole_job" || true
+row "isolated" "Slow Net job: extra round trip" "200 ms" "$(extra "$(json "$WORK/job-slow.json" '.[0].median_ms // "lost"')" "$base_udp")"
+row "isolated" "Black Hole job: replies" "none" "$(json "$WORK/job-hole.json" '.[0].received // 0') of 8"
+row "isolated" "the host's own, meanwhile: extra" "0 ms" "$(extra "$host_udp" "$base_udp")"
+leftovers=$({ cli ip -o link show | grep -o 'lcsb[0-9]*'; cli nft list tables | grep -o 'linkcond_sandbox_[0-9]*'; } | tr '\n' ' ' || true)
+row "isolated" "sandboxes left after the jobs" "none" "${leftovers:-none}"
+
 snapshot "$WORK/snap.after"
 diff -q "$WORK/snap.before" "$WORK/snap.after" >/dev/null && restored="yes, identical" || restored="no, see $WORK"
 row "off" "interface exactly as before" "yes" "$restored"

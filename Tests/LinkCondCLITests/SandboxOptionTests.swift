@@ -1,4 +1,5 @@
 import ArgumentParser
+import ControlAPI
 @testable import linkcond
 import Testing
 
@@ -24,5 +25,21 @@ struct SandboxOptionTests {
         #expect(!SandboxDNS.onlyLoopback("nameserver 10.0.0.1\n"))
         #expect(!SandboxDNS.onlyLoopback("search example.com\n"), "no nameserver at all: the resolver's own default, nothing to replace")
         #expect(SandboxDNS.nameservers(in: "nameserver\t8.8.8.8\nnameserver 2001:db8::1 \n#nameserver 1.1.1.1\n") == ["8.8.8.8", "2001:db8::1"])
+    }
+
+    @Test("status shows how a sandbox is joined to the host, on or off")
+    func statusLine() {
+        var status = StatusResponse(
+            id: "pid/451/eth0", isDefault: false, interface: "eth0", namespace: "pid/451", ifb: "lc-eth0", active: false,
+            profile: nil, since: "2026-11-24T22:23:09Z", exemptions: ["tcp/22"]
+        )
+        status.sandbox = SandboxDocument(address: "10.254.0.2", gateway: "10.254.0.1", hostInterface: "lcsb0")
+        #expect(Format.status(status) == """
+            pid/451/eth0: off (since 2026-11-24T22:23:09Z)
+            sandbox: 10.254.0.2 via lcsb0 (10.254.0.1), NAT through the host
+            exempt: tcp/22
+            """)
+        status.sandbox = nil
+        #expect(!Format.status(status).contains("sandbox"))
     }
 }
