@@ -17,6 +17,32 @@ enum ChildProcess {
         /// 127 when the command was not found, 126 when it could not be run: as shells do.
         var exitStatus: Int32
         var description: String { "cannot run \(command): \(reason)" }
+
+        /// exec's own refusal (`errno`), with the exit status a shell would give it.
+        init(command: String, execErrno: Int32) {
+            self.init(command: command, reason: String(cString: strerror(execErrno)), exitStatus: execErrno == ENOENT ? 127 : 126)
+        }
+
+        init(command: String, reason: String, exitStatus: Int32) {
+            self.command = command
+            self.reason = reason
+            self.exitStatus = exitStatus
+        }
+    }
+
+    /// `arguments` and `environment` as the NULL-terminated C arrays exec takes, alive while
+    /// `body` runs.
+    private static func withExecArrays<Result>(
+        _ arguments: [String], _ environment: [String: String],
+        _ body: ([UnsafeMutablePointer<CChar>?], [UnsafeMutablePointer<CChar>?]) -> Result
+    ) -> Result {
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        return body(argv, envp)
     }
 
     /// Runs `arguments` (looked up in `PATH`) and returns its exit status, or 128 + the signal
@@ -34,17 +60,9 @@ enum ChildProcess {
     }
 
     private static func spawn(_ executable: String, arguments: [String], environment: [String: String]) throws(LaunchError) -> pid_t {
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
         var pid: pid_t = 0
-        let error = linkcond_spawn(&pid, executable, argv, envp)
-        guard error == 0 else {
-            throw LaunchError(command: arguments[0], reason: String(cString: strerror(error)), exitStatus: error == ENOENT ? 127 : 126)
-        }
+        let error = withExecArrays(arguments, environment) { argv, envp in linkcond_spawn(&pid, executable, argv, envp) }
+        guard error == 0 else { throw LaunchError(command: arguments[0], execErrno: error) }
         return pid
     }
 
@@ -68,9 +86,7 @@ enum ChildProcess {
             released = true
             let error = linkcond_release_isolated(pid, gate, report)
             defer { linkcond_stop_forwarding() }
-            guard error == 0 else {
-                throw LaunchError(command: command, reason: String(cString: strerror(error)), exitStatus: error == ENOENT ? 127 : 126)
-            }
+            guard error == 0 else { throw LaunchError(command: command, execErrno: error) }
             linkcond_forward_to(pid)
             return await ChildProcess.waitForExit(pid)
         }
@@ -96,17 +112,13 @@ enum ChildProcess {
         }
         linkcond_catch_forwarded_signals()
         linkcond_close_own_descriptors_on_exec()
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
         var pid: pid_t = 0
         var gate: Int32 = -1
         var report: Int32 = -1
         var step: Int32 = 0
-        let error = linkcond_spawn_isolated(&pid, &gate, &report, &step, executable, argv, envp, resolvConf)
+        let error = withExecArrays(arguments, environment) { argv, envp in
+            linkcond_spawn_isolated(&pid, &gate, &report, &step, executable, argv, envp, resolvConf)
+        }
         guard error == 0 else {
             linkcond_stop_forwarding()
             throw LaunchError(command: arguments[0], reason: isolationFailure(step: step, error: error), exitStatus: Run.Status.linkcondFailed)
