@@ -21,9 +21,10 @@ extension Conditioner {
         guard requester.uid == 0 || sandboxes.owner(ofProcess: pid) == requester.uid else {
             throw SandboxError(code: .notYours, message: "process \(pid) is not yours: a sandbox is made only of your own process's namespace")
         }
-        let condition = try absentCondition(id, checkingInterface: false)
-        guard let identity = condition.namespaceIdentity else { throw NamespaceTargetsUnavailableError() }
+        // Fresh first: the daemon's own namespace, say, is in use before it is another id's alias.
+        let identity = try self.identity(of: .process(pid))
         try sandboxes.checkFresh(namespaceAt: path, identity: identity)
+        let condition = try absentCondition(id, checkingInterface: false)
         let taken = Set(conditions.values.compactMap { $0.sandbox?.index })
         guard let index = (0...SandboxAddressing.maximumIndex).first(where: { !taken.contains($0) }) else {
             throw SandboxError(code: .exhausted, message: "all \(Int(SandboxAddressing.maximumIndex) + 1) sandboxes are in use")

@@ -387,17 +387,22 @@ public actor Conditioner {
         return id
     }
 
+    /// Which network namespace `namespace` names now.
+    func identity(of namespace: NetworkNamespaceReference) throws -> NamespaceIdentity {
+        guard let namespaces else { throw NamespaceTargetsUnavailableError() }
+        do {
+            return try namespaces.identity(at: namespace.path)
+        } catch {
+            throw UnknownNamespaceError(namespace: namespace, reason: error.reason)
+        }
+    }
+
     /// A condition not (yet) held, off, on an interface that exists, in a namespace that does.
     func absentCondition(_ id: ConditionID, checkingInterface: Bool = true) throws -> Condition {
         var identity: NamespaceIdentity?
         if let namespace = id.namespace {
-            guard let namespaces else { throw NamespaceTargetsUnavailableError() }
-            do {
-                identity = try namespaces.identity(at: namespace.path)
-            } catch {
-                throw UnknownNamespaceError(namespace: namespace, reason: error.reason)
-            }
-            if identity == (try? namespaces.identity(at: Self.ownNamespacePath)) {
+            identity = try self.identity(of: namespace)
+            if identity == (try? namespaces?.identity(at: Self.ownNamespacePath)) {
                 throw AliasedConditionError(requested: id, existing: ConditionID(interface: id.interface))
             }
             if let twin = conditions.values.first(where: {

@@ -632,6 +632,58 @@ kill -KILL "$RUN_PID" 2>/dev/null; wait "$RUN_PID" 2>/dev/null || true
 pkill -KILL -f "sleep 172" || true
 daemon_stop TERM
 
+log "29c. lane $LANE: sandbox requests from a group member: someone else's process, a namespace in use, a flood"
+groupadd -f linkcond
+modprobe dummy
+member=(setpriv --reuid=65534 --regid=65534 --groups="$(getent group linkcond | cut -d: -f3)")
+daemon_start --enable-fault-injection
+# sandbox_lease PID [SECONDS]: a member's sandbox lease on PID's namespace, as run --isolated
+# asks for it; prints the error code, or the first event of a lease that was granted.
+sandbox_lease() {
+    ip netns exec "$NS_C" "${member[@]}" curl -sN --max-time "${2:-20}" --unix-socket "$SOCK" -X POST \
+        -d "{\"profile\": \"Black Hole\", \"condition\": \"pid/$1/eth0\", \"sandbox\": true}" http://linkcond/v1/leases |
+        jq -r '.error.code // .event' 2>/dev/null | head -1
+}
+LINKS_BEFORE=$(ip -n "$NS_C" -o link show | wc -l)
+check_equal "pid 1 (root's, the host's namespace): refused" "sandbox-not-yours" "$(sandbox_lease 1)"
+ip netns exec "$NS_C" "${member[@]}" sleep 300 &
+OWN_IN_HOST=$!
+snooze 0.5
+check_equal "the member's own process in the host's namespace: refused" "sandbox-namespace-in-use" "$(sandbox_lease "$OWN_IN_HOST")"
+"${member[@]}" unshare -rn sh -c 'ip link add d0 type dummy && exec sleep 300' &
+OWN_WITH_DEVICE=$!
+snooze 1
+check_equal "the member's own fresh namespace with a device in it: refused" "sandbox-namespace-in-use" \
+    "$(sandbox_lease "$OWN_WITH_DEVICE")"
+check_equal "a process that does not exist: refused" "true" "$(code=$(sandbox_lease 4194304); [[ -n $code && $code != active ]] && echo true || echo "$code")"
+kill "$OWN_IN_HOST" "$OWN_WITH_DEVICE" 2>/dev/null; wait "$OWN_IN_HOST" "$OWN_WITH_DEVICE" 2>/dev/null || true
+check_equal "after the refusals: nothing built" "$IF_C=off|$LINKS_BEFORE|" \
+    "$(conditions_now)|$(ip -n "$NS_C" -o link show | wc -l)|$(sandbox_leftovers)"
+# A flood: 16 sandboxes at once, each on a fresh namespace of the member's, held by open
+# connections (a member's connections, and with them its sandboxes, stop at 64).
+FLOOD_PIDS=()
+for i in $(seq 16); do
+    "${member[@]}" unshare -rn sleep 300 &
+    FLOOD_PIDS+=($!)
+done
+snooze 1
+HOLDERS=()
+for pid in "${FLOOD_PIDS[@]}"; do
+    sandbox_lease "$pid" 170 >"$WORK/flood.$pid" &
+    HOLDERS+=($!)
+done
+wait_listed 16 || true
+check_equal "a flood of 16 sandbox leases: each granted, with its own veth and NAT table" "16 16 16" \
+    "$(list_json | jq '[.conditions[]? | select(.sandbox)] | length') $(sandbox_leftovers | tr ' ' '\n' | grep -c lcsb) $(sandbox_leftovers | tr ' ' '\n' | grep -c linkcond_sandbox)"
+pkill -KILL -f "max-time 170 --unix-socket $SOCK" || true
+for pid in "${HOLDERS[@]}"; do wait "$pid" 2>/dev/null || true; done
+wait_no_leftovers || true
+check_equal "their connections closed: every sandbox gone, forwarding as it was" "|$IF_C=off|$FORWARDING_BEFORE" \
+    "$(sandbox_leftovers)|$(conditions_now)|$(forwarding_now)"
+kill "${FLOOD_PIDS[@]}" 2>/dev/null; wait "${FLOOD_PIDS[@]}" 2>/dev/null || true
+check_equal "the daemon is still running" running "$(kill -0 "$DAEMON_PID" 2>/dev/null && echo running || echo dead)"
+daemon_stop TERM
+
 # ------------------------------------------------------------------ 30
 log "30. lane $LANE: a local server's port on lo (--to 127.0.0.1:PORT, [::1]:PORT): shaped once, other local ports not"
 # A second probe server, inside the client namespace: its echo ports on 127.0.0.1 and ::1 are

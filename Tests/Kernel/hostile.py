@@ -56,6 +56,12 @@ def generate(count, rng):
     cases.append(case("unauthorized off --all", request("DELETE", "/v1/conditions?force=1")))
     cases.append(case("unauthorized release on lo", request("DELETE", "/v1/conditions/lo/lease")))
     cases.append(case("unauthorized lease on lo", request("POST", "/v1/leases", body='{"profile": "Black Hole", "interface": "lo"}')))
+    # Sandboxes: of pid 1's namespace (the host's), of a made-up pid, of a container-like id.
+    for body in ['{"profile": "Black Hole", "condition": "pid/1/eth0", "sandbox": true}',
+                 '{"profile": "Black Hole", "condition": "pid/4194304/eth0", "sandbox": true}',
+                 '{"profile": "Black Hole", "condition": "netns/x/eth0", "sandbox": true}',
+                 '{"profile": "Black Hole", "sandbox": true}', '{"profile": "Black Hole", "sandbox": "yes"}']:
+        cases.append(case("unauthorized sandbox lease", request("POST", "/v1/leases", body=body)))
     # Methods on every endpoint.
     for path in ENDPOINTS:
         for method in METHODS:

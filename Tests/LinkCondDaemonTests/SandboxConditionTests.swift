@@ -35,6 +35,8 @@ struct SandboxConditionTests {
 
         func checkFresh(namespaceAt path: String, identity: NamespaceIdentity) throws(SandboxError) {
             log.withLock { $0.append("check \(path)") }
+            let devices = namespaces.namespaces[path]?.kernel.devices.keys.filter { $0 != "lo" } ?? []
+            guard devices.isEmpty else { throw SandboxError(code: .namespaceInUse, message: "\(path) has \(devices.sorted())") }
         }
 
         func plumb(_ sandbox: SandboxAddressing, namespaceAt path: String, identity: NamespaceIdentity) throws(SandboxError) {
@@ -117,6 +119,26 @@ struct SandboxConditionTests {
             #expect((error as any ControlAPIError).httpStatus == .forbidden)
         }
         #expect(plumbing.calls.isEmpty)
+    }
+
+    @Test("A namespace with devices is refused as in use (409), the daemon's own included, before anything is made")
+    func inUse() async throws {
+        let (conditioner, plumbing, namespaces) = Self.setUp()
+        namespaces.alias("/proc/77/ns/net", to: "/proc/self/ns/net", making: true)
+        namespaces.make(at: "/proc/78/ns/net", interfaces: ["lo", "d0"])
+        for pid: Int32 in [77, 78] {
+            do {
+                _ = try await conditioner.hold(
+                    "Slow Net", on: ConditionID(interface: "eth0", namespace: .process(pid)), by: TestDaemon.root, maximum: nil, sandbox: true, onEnd: { _ in }
+                )
+                Issue.record("plumbed the namespace of \(pid), which is in use")
+            } catch let error as SandboxError {
+                #expect(error.code == .namespaceInUse)
+                #expect((error as any ControlAPIError).httpStatus == .conflict)
+            }
+        }
+        #expect(!plumbing.calls.contains { $0.hasPrefix("plumb") })
+        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
     }
 
     @Test("Plumbing that fails leaves no condition and no state file")
