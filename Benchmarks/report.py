@@ -315,7 +315,52 @@ def conditions(results):
     return "\n".join(out), d
 
 
-def targets(methods, native_data, hitless_summary, footprint, rows, passed, command_data, condition_data):
+def matches(results):
+    """Many conditions on peers of one interface, switching one of them."""
+    d = load(os.path.join(results, "matches.json"))
+    if not d:
+        return "(not measured)", None
+    out = ["| peers' conditions held | netlink requests per switch | switch p50 ms | p90 ms | p99 ms | adding one peer, mean ms |",
+           "|---|---|---|---|---|---|"]
+    for row in d["scale"]:
+        add = row.get("addMillisecondsPerCondition")
+        out.append("| %d | %s | %s | %s | %s | %s |" % (
+            row["active"], fmt(row["stepsPerSwitch"]), fmt(row["p50Milliseconds"]), fmt(row["p90Milliseconds"]),
+            fmt(row["p99Milliseconds"]), fmt(add) if add is not None else ""))
+    out.append("\n`off --all` with %d peers' conditions: %s ms." % (d["scale"][-1]["active"], fmt(d["offAllMilliseconds"])))
+    return "\n".join(out), d
+
+
+def sandboxes(results):
+    """Many run --isolated sandboxes at once, switching the default condition beside them."""
+    d = load(os.path.join(results, "sandboxes.json"))
+    if not d:
+        return "(not measured)", None
+    out = ["| sandboxes held | their links on the host | netlink requests per switch | switch p50 ms | p90 ms | p99 ms | "
+           "creating one (request to active), mean ms | max ms |",
+           "|---|---|---|---|---|---|---|---|"]
+    for row in d["scale"]:
+        out.append("| %d | %d | %s | %s | %s | %s | %s | %s |" % (
+            row["listed"], row["hostLinks"], fmt(row["stepsPerSwitch"]), fmt(row["p50Milliseconds"]), fmt(row["p90Milliseconds"]),
+            fmt(row["p99Milliseconds"]), fmt(row["createMeanMilliseconds"]), fmt(row["createMaxMilliseconds"])))
+    out.append("\nEnding all %d at once (their connections closed): %s ms until none is listed and no link is left "
+               "(%d listed, %d links left)." % (d["scale"][-1]["listed"], fmt(d["endAllMilliseconds"]), d["leftListed"], d["leftLinks"]))
+    return "\n".join(out), d
+
+
+def scale_checks(label, data, count_field):
+    """Requests per switch constant, and the p50 at the largest size within 2× of the smallest."""
+    scale = (data or {}).get("scale") or []
+    if len(scale) < 2:
+        return [(label, "missing", "measured", False)]
+    steps = {row["stepsPerSwitch"] for row in scale}
+    growth = scale[-1]["p50Milliseconds"] / scale[0]["p50Milliseconds"]
+    return [("netlink requests per switch, %d to %d %s" % (scale[0][count_field], scale[-1][count_field], label),
+             ", ".join(fmt(row["stepsPerSwitch"]) for row in scale), "constant", len(steps) == 1),
+            ("switch p50 at %d %s / at %d" % (scale[-1][count_field], label, scale[0][count_field]), "%.2f×" % growth, "<= 2×", growth <= 2)]
+
+
+def targets(methods, native_data, hitless_summary, footprint, rows, passed, command_data, condition_data, match_data, sandbox_data):
     """Every figure with a target, and whether it met it; a missing figure misses."""
     by = dict(methods)
     checks = []
@@ -344,15 +389,12 @@ def targets(methods, native_data, hitless_summary, footprint, rows, passed, comm
         checks.append(("idle 60 s: CPU", "%d ticks" % footprint["idle_cpu_ticks"], "0", footprint["idle_cpu_ticks"] == 0))
     else:
         checks.append(("footprint", "missing", "measured", False))
-    scale = (condition_data or {}).get("scale") or []
-    if len(scale) >= 2:
-        steps = {row["stepsPerSwitch"] for row in scale}
-        checks.append(("netlink requests per switch, %d to %d conditions" % (scale[0]["active"], scale[-1]["active"]),
-                       ", ".join(fmt(row["stepsPerSwitch"]) for row in scale), "constant", len(steps) == 1))
-        growth = scale[-1]["p50Milliseconds"] / scale[0]["p50Milliseconds"]
-        checks.append(("switch p50 at %d conditions / at %d" % (scale[-1]["active"], scale[0]["active"]), "%.2f×" % growth, "<= 2×", growth <= 2))
-    else:
-        checks.append(("many conditions", "missing", "measured", False))
+    checks += scale_checks("conditions", condition_data, "active")
+    checks += scale_checks("peers' conditions", match_data, "active")
+    checks += scale_checks("sandboxes", sandbox_data, "listed")
+    if sandbox_data:
+        left = sandbox_data["leftListed"] + sandbox_data["leftLinks"]
+        checks.append(("sandboxes left after their connections closed", "%d" % left, "0", left == 0))
     checks.append(("fidelity rows within target", "%d of %d" % (passed, len(rows)), "all, and some", len(rows) > 0 and passed == len(rows)))
     status = next((d for d in command_data or [] if d["command"].endswith(" status")), None)
     curl = next((d for d in command_data or [] if d["command"].startswith("curl")), None)
@@ -377,6 +419,8 @@ def main():
     hit_table, hit_summary = hitless(results)
     command_table, command_data = commands(results)
     condition_table, condition_data = conditions(results)
+    match_table, match_data = matches(results)
+    sandbox_table, sandbox_data = sandboxes(results)
     fid_tables, rows, passed = fidelity(results)
     made = plots(rows, methods, plots_dir)
 
@@ -392,6 +436,10 @@ def main():
     print(command_table + "\n")
     print("### Many conditions at once (one per interface, switching the default one)\n")
     print(condition_table + "\n")
+    print("### Many peers of one interface (switching one of them)\n")
+    print(match_table + "\n")
+    print("### Many sandboxes at once (switching the default condition beside them)\n")
+    print(sandbox_table + "\n")
     print("### Footprint\n")
     if footprint:
         ticks = footprint["clock_ticks_per_second"]
@@ -412,7 +460,8 @@ def main():
     print(fid_tables + "\n")
     for path in made:
         print("![%s](%s)" % (os.path.basename(path), os.path.relpath(path, "docs")))
-    target_table, missed = targets(methods, native_data, hit_summary, footprint, rows, passed, command_data, condition_data)
+    target_table, missed = targets(methods, native_data, hit_summary, footprint, rows, passed, command_data, condition_data,
+                                   match_data, sandbox_data)
     print("\n### Targets\n")
     print(target_table)
     if missed:

@@ -74,9 +74,13 @@ start_daemon() {
 rss_kib() { awk -v f="${1:-VmRSS}" '$1 == f ":" { print $2 }' "/proc/$DAEMON_PID/status"; }
 
 # LC_BENCH_PARTS picks parts (default all): switching (footprint, latency, tc, tcconfig), hitless,
-# conditions (many at once), fidelity.
-PARTS=" ${LC_BENCH_PARTS:-switching hitless conditions fidelity} "
+# conditions (many at once, one per interface), matches (many peers of one interface),
+# sandboxes (many run --isolated sandboxes), fidelity.
+PARTS=" ${LC_BENCH_PARTS:-switching hitless conditions matches sandboxes fidelity} "
 part() { [[ $PARTS == *" $1 "* ]]; }
+# The daemon counts its netlink requests with fault injection on (never armed here).
+executed_steps() { curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r .executedSteps; }
+now_ns() { date +%s%N; }
 
 if part switching; then
 # --------------------------------------------------------------- footprint: start-up
@@ -179,8 +183,6 @@ for i in $(seq 255); do printf 'link add lcd%d type dummy\nlink set lcd%d up\n' 
 cli ip -batch "$WORK/dummies.batch"
 daemon_stop TERM
 start_daemon --enable-fault-injection
-executed_steps() { curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r .executedSteps; }
-now_ns() { date +%s%N; }
 lc activate slow-net >/dev/null
 held=1
 CONDITION_SWITCHES=${LC_BENCH_CONDITION_SWITCHES:-200}
@@ -215,6 +217,113 @@ jq -s --argjson offNs "$(( t1 - t0 ))" '{scale: ., offAllMilliseconds: ($offNs /
 cat "$OUT/conditions.json"
 daemon_stop TERM
 for i in $(seq 255); do printf 'link del lcd%d\n' "$i"; done | cli ip -batch -
+start_daemon
+fi
+
+# --------------------------------------------------------------- many peers of one interface
+MATCH_SWITCHES=${LC_BENCH_CONDITION_SWITCHES:-200}
+if part matches; then
+log "matches: 1, 16, 64 and 256 conditions on peers of one interface; switching one of them"
+daemon_stop TERM
+start_daemon --enable-fault-injection
+# Peer k is 10.200.(k / 256).(k % 256); the switched one is the first, @10.200.0.0.
+peer() { echo "10.200.$(($1 / 256)).$(($1 % 256))"; }
+held=0
+: >"$WORK/matches.jsonl"
+for n in 1 16 64 256; do
+    first=$held
+    t0=$(now_ns)
+    while ((held < n)); do
+        curl -sf --unix-socket "$SOCK" -X PUT -d '{"profile": "slow-net"}' "http://linkcond/v1/conditions/%40$(peer "$held")" >/dev/null
+        held=$((held + 1))
+    done
+    t1=$(now_ns)
+    listed=$(curl -sf --unix-socket "$SOCK" http://linkcond/v1/conditions | jq '[.conditions[] | select(.active and .peer != null)] | length')
+    # As switch-latency's own first activation: from here every counted switch is a real change.
+    curl -sf --unix-socket "$SOCK" -X PUT -d '{"profile": "nasty-net"}' "http://linkcond/v1/conditions/%40$(peer 0)" >/dev/null
+    before=$(executed_steps)
+    ip netns exec "$NS_C" "$BENCH" switch-latency --socket "$SOCK" --condition "@$(peer 0)" --profile slow-net --profile nasty-net \
+        --count "$MATCH_SWITCHES" --out "$WORK/matches-$n.json"
+    after=$(executed_steps)
+    jq -c --argjson n "$n" --argjson listed "$listed" --argjson steps "$(( after - before ))" --argjson switches "$MATCH_SWITCHES" \
+        --argjson added "$(( held - first ))" --argjson addNs "$(( t1 - t0 ))" \
+        '{conditions: $n, active: $listed, stepsPerSwitch: ($steps / $switches), p50Milliseconds, p90Milliseconds, p99Milliseconds,
+          added: $added, addMillisecondsPerCondition: (if $added > 0 then $addNs / $added / 1e6 else null end)}' \
+        "$WORK/matches-$n.json" >>"$WORK/matches.jsonl"
+    tail -n 1 "$WORK/matches.jsonl"
+done
+t0=$(now_ns)
+timeout 600 curl -sf --unix-socket "$SOCK" -X DELETE http://linkcond/v1/conditions >/dev/null
+t1=$(now_ns)
+jq -s --argjson offNs "$(( t1 - t0 ))" '{scale: ., offAllMilliseconds: ($offNs / 1e6)}' "$WORK/matches.jsonl" >"$OUT/matches.json"
+cat "$OUT/matches.json"
+daemon_stop TERM
+start_daemon
+fi
+
+# --------------------------------------------------------------- many sandboxes
+if part sandboxes; then
+log "sandboxes: 1, 16, 64 and 256 run --isolated sandboxes at once; switching the default condition beside them"
+# Each sandbox is held by a connection, as run --isolated holds it, and the daemon takes at most
+# 128 of root's and 64 of any other user's (ControlLimits): 64 each for root and three members
+# of the linkcond group, each member's in user namespaces of its own as without sudo.
+groupadd -f linkcond
+LC_GID=$(getent group linkcond | cut -d: -f3)
+HOLDER_UIDS=(0 65534 65533 65532)
+daemon_stop TERM
+start_daemon --enable-fault-injection
+lc activate slow-net >/dev/null
+sandboxes_listed() { curl -sf --unix-socket "$SOCK" http://linkcond/v1/conditions | jq '[.conditions[] | select(.sandbox)] | length'; }
+sandbox_links() { ip -n "$NS_C" -o link show | grep -c 'lcsb[0-9]' || true; }
+HOLDERS=()
+held=0
+holder_index=0
+: >"$WORK/sandboxes.jsonl"
+for n in 1 16 64 256; do
+    first=$holder_index
+    while ((held < n)); do
+        uid=${HOLDER_UIDS[$((held / 64))]}
+        count=$(( n - held < 64 - held % 64 ? n - held : 64 - held % 64 ))
+        out="$WORK/holder-$holder_index.json"
+        : >"$out"
+        if ((uid == 0)); then
+            python3 "$REPO/Benchmarks/sandboxes.py" --socket "$SOCK" --count "$count" >"$out" &
+        else
+            setpriv --reuid="$uid" --regid="$uid" --groups="$LC_GID" /usr/bin/python3 "$REPO/Benchmarks/sandboxes.py" \
+                --socket "$SOCK" --count "$count" --user-namespace >"$out" &
+        fi
+        HOLDERS+=($!)
+        for _ in $(seq 6000); do [[ -s $out ]] && break; kill -0 "${HOLDERS[-1]}" 2>/dev/null || break; sleep 0.1; done
+        [[ -s $out ]] || { echo "bench: sandbox holder $holder_index (uid $uid) failed" >&2; exit 1; }
+        held=$((held + count))
+        holder_index=$((holder_index + 1))
+    done
+    creates=$(for ((i = first; i < holder_index; i++)); do jq -c '.createMilliseconds[]' "$WORK/holder-$i.json"; done | jq -s -c .)
+    listed=$(sandboxes_listed)
+    links=$(sandbox_links)
+    lc activate nasty-net >/dev/null
+    before=$(executed_steps)
+    ip netns exec "$NS_C" "$BENCH" switch-latency --socket "$SOCK" --profile slow-net --profile nasty-net \
+        --count "$MATCH_SWITCHES" --out "$WORK/sandboxes-$n.json"
+    after=$(executed_steps)
+    jq -c --argjson n "$n" --argjson listed "$listed" --argjson links "$links" --argjson steps "$(( after - before ))" \
+        --argjson switches "$MATCH_SWITCHES" --argjson creates "$creates" \
+        '{sandboxes: $n, listed: $listed, hostLinks: $links, stepsPerSwitch: ($steps / $switches), p50Milliseconds, p90Milliseconds,
+          p99Milliseconds, added: ($creates | length),
+          createMeanMilliseconds: (if ($creates | length) > 0 then ($creates | add / length) else null end),
+          createMaxMilliseconds: ($creates | max)}' "$WORK/sandboxes-$n.json" >>"$WORK/sandboxes.jsonl"
+    tail -n 1 "$WORK/sandboxes.jsonl"
+done
+# Every holder closes its connections at once: each lease ends, and with it its sandbox.
+t0=$(now_ns)
+kill -TERM "${HOLDERS[@]}"
+for pid in "${HOLDERS[@]}"; do wait "$pid" || true; done
+for _ in $(seq 6000); do [[ $(sandboxes_listed) == 0 && $(sandbox_links) == 0 ]] && break; sleep 0.1; done
+t1=$(now_ns)
+jq -s --argjson endNs "$(( t1 - t0 ))" --argjson left "$(sandboxes_listed)" --argjson links "$(sandbox_links)" \
+    '{scale: ., endAllMilliseconds: ($endNs / 1e6), leftListed: $left, leftLinks: $links}' "$WORK/sandboxes.jsonl" >"$OUT/sandboxes.json"
+cat "$OUT/sandboxes.json"
+daemon_stop TERM
 start_daemon
 fi
 

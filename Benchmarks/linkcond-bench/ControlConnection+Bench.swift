@@ -2,12 +2,14 @@ import ControlAPI
 import ControlClient
 
 extension ControlConnection {
-    /// Activates `profile` (or turns shaping off for `off`) and fails on anything but 200.
-    func activate(_ profile: String) async throws {
+    /// Activates `profile` (or turns shaping off for `off`) on `condition` (the default one for
+    /// `nil`) and fails on anything but 200.
+    func activate(_ profile: String, condition: String? = nil) async throws {
+        let path = condition.map(APIPath.condition) ?? APIPath.condition
         if profile == "off" {
-            _ = try await request(.DELETE, APIPath.condition) as StatusResponse
+            _ = try await request(.DELETE, path) as StatusResponse
         } else {
-            _ = try await request(.PUT, APIPath.condition, body: ActivateRequest(profile: profile)) as StatusResponse
+            _ = try await request(.PUT, path, body: ActivateRequest(profile: profile)) as StatusResponse
         }
     }
 }

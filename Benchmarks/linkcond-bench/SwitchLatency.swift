@@ -12,18 +12,19 @@ struct SwitchLatency: AsyncParsableCommand {
     @Option(help: "linkcondd's control socket.") var socket: String
     @Option(name: .customLong("profile"), help: "Profiles to cycle through, in order; repeat.") var profiles: [String]
     @Option(help: "Number of switches.") var count = 500
+    @Option(help: "The condition to switch (eth0@10.0.0.5, @10.0.0.5); the default one without.") var condition: String?
     @Option(help: "Write the summary and samples here as JSON.") var out: String?
 
     func run() async throws {
-        let (profiles, count) = (self.profiles, self.count)
+        let (profiles, count, condition) = (self.profiles, self.count, self.condition)
         let samples = try await ControlClient(socketPath: socket).withConnection { connection in
             // Start from the last profile, so the first measured switch is a real change.
-            try await connection.activate(profiles[profiles.count - 1])
+            try await connection.activate(profiles[profiles.count - 1], condition: condition)
             var samples: [Int64] = []
             samples.reserveCapacity(count)
             for index in 0..<count {
                 let start = monotonicNanoseconds()
-                try await connection.activate(profiles[index % profiles.count])
+                try await connection.activate(profiles[index % profiles.count], condition: condition)
                 samples.append(monotonicNanoseconds() - start)
             }
             return samples
