@@ -299,36 +299,30 @@ def commands(results):
     return "\n".join(out), data
 
 
-def conditions(results):
-    """Many conditions at once: one per interface, switching the default one."""
-    d = load(os.path.join(results, "conditions.json"))
+def scale_table(results, name, held, added, off):
+    """Many conditions at once (NAME.json of a scale part): switching one of them at each size."""
+    d = load(os.path.join(results, name + ".json"))
     if not d:
         return "(not measured)", None
-    out = ["| conditions held | netlink requests per switch | switch p50 ms | p90 ms | p99 ms | adding one condition (build), mean ms |",
+    out = ["| %s | netlink requests per switch | switch p50 ms | p90 ms | p99 ms | %s, mean ms |" % (held, added),
            "|---|---|---|---|---|---|"]
     for row in d["scale"]:
         add = row.get("addMillisecondsPerCondition")
         out.append("| %d | %s | %s | %s | %s | %s |" % (
             row["active"], fmt(row["stepsPerSwitch"]), fmt(row["p50Milliseconds"]), fmt(row["p90Milliseconds"]),
             fmt(row["p99Milliseconds"]), fmt(add) if add is not None else ""))
-    out.append("\n`off --all` with %d conditions: %s ms." % (d["scale"][-1]["active"], fmt(d["offAllMilliseconds"])))
+    out.append("\n`off --all` with %d %s: %s ms." % (d["scale"][-1]["active"], off, fmt(d["offAllMilliseconds"])))
     return "\n".join(out), d
+
+
+def conditions(results):
+    """Many conditions at once: one per interface, switching the default one."""
+    return scale_table(results, "conditions", "conditions held", "adding one condition (build)", "conditions")
 
 
 def matches(results):
     """Many conditions on peers of one interface, switching one of them."""
-    d = load(os.path.join(results, "matches.json"))
-    if not d:
-        return "(not measured)", None
-    out = ["| peers' conditions held | netlink requests per switch | switch p50 ms | p90 ms | p99 ms | adding one peer, mean ms |",
-           "|---|---|---|---|---|---|"]
-    for row in d["scale"]:
-        add = row.get("addMillisecondsPerCondition")
-        out.append("| %d | %s | %s | %s | %s | %s |" % (
-            row["active"], fmt(row["stepsPerSwitch"]), fmt(row["p50Milliseconds"]), fmt(row["p90Milliseconds"]),
-            fmt(row["p99Milliseconds"]), fmt(add) if add is not None else ""))
-    out.append("\n`off --all` with %d peers' conditions: %s ms." % (d["scale"][-1]["active"], fmt(d["offAllMilliseconds"])))
-    return "\n".join(out), d
+    return scale_table(results, "matches", "peers' conditions held", "adding one peer", "peers' conditions")
 
 
 def sandboxes(results):

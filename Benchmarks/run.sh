@@ -174,6 +174,50 @@ wait "$trickle_pid" || true
 cat "$OUT/hitless-tcp.json"
 fi
 # --------------------------------------------------------------- many conditions
+CONDITION_SWITCHES=${LC_BENCH_CONDITION_SWITCHES:-200}
+# The k-th condition of a scale run: one per interface (the default one, then dummies lcdK), or
+# one per peer of the default interface (10.200.(k / 256).(k % 256)).
+condition_on_interface() { if (($1 == 0)); then echo "$IF_C"; else echo "lcd$1"; fi; }
+condition_on_peer() { echo "@10.200.$(($1 / 256)).$(($1 % 256))"; }
+put_profile() { curl -sf --unix-socket "$SOCK" -X PUT -d "{\"profile\": \"$1\"}" "http://linkcond/v1/conditions/${2/@/%40}" >/dev/null; }
+# scale_conditions NAME ID_OF SELECT: holds Slow Net on 1, then 16, 64 and 256 conditions (the
+# k-th named by `ID_OF k`), and at each size switches the first 200 times between Slow Net and
+# Nasty Net over one connection (linkcond-bench switch-latency), counting the daemon's netlink
+# requests; then removes them all with one DELETE /v1/conditions. SELECT (jq) picks the listed
+# conditions that count. Results: $OUT/NAME.json.
+scale_conditions() {
+    local name=$1 id_of=$2 select=$3 held=0 first n t0 t1 listed before after
+    : >"$WORK/$name.jsonl"
+    for n in 1 16 64 256; do
+        first=$held
+        t0=$(now_ns)
+        while ((held < n)); do
+            put_profile slow-net "$($id_of "$held")"
+            held=$((held + 1))
+        done
+        t1=$(now_ns)
+        listed=$(curl -sf --unix-socket "$SOCK" http://linkcond/v1/conditions | jq "[.conditions[] | select($select)] | length")
+        # switch-latency first activates the last profile, then measures: made here, before the
+        # count, every counted switch is a real change.
+        put_profile nasty-net "$($id_of 0)"
+        before=$(executed_steps)
+        ip netns exec "$NS_C" "$BENCH" switch-latency --socket "$SOCK" --condition "$($id_of 0)" --profile slow-net --profile nasty-net \
+            --count "$CONDITION_SWITCHES" --out "$WORK/$name-$n.json"
+        after=$(executed_steps)
+        jq -c --argjson n "$n" --argjson listed "$listed" --argjson steps "$(( after - before ))" --argjson switches "$CONDITION_SWITCHES" \
+            --argjson added "$(( held - first ))" --argjson addNs "$(( t1 - t0 ))" \
+            '{conditions: $n, active: $listed, stepsPerSwitch: ($steps / $switches), p50Milliseconds, p90Milliseconds, p99Milliseconds,
+              added: $added, addMillisecondsPerCondition: (if $added > 0 then $addNs / $added / 1e6 else null end)}' \
+            "$WORK/$name-$n.json" >>"$WORK/$name.jsonl"
+        tail -n 1 "$WORK/$name.jsonl"
+    done
+    # Through curl: the client's own wait for an answer is shorter than 256 teardowns under emulation.
+    t0=$(now_ns)
+    timeout 600 curl -sf --unix-socket "$SOCK" -X DELETE http://linkcond/v1/conditions >/dev/null
+    t1=$(now_ns)
+    jq -s --argjson offNs "$(( t1 - t0 ))" '{scale: ., offAllMilliseconds: ($offNs / 1e6)}' "$WORK/$name.jsonl" >"$OUT/$name.json"
+    cat "$OUT/$name.json"
+}
 if part conditions; then
 log "conditions: 1, 16, 64 and 256 at once, one per interface; switching one of them"
 # 255 dummy interfaces besides the default one, made in one batch (a process each is slow under
@@ -183,80 +227,18 @@ for i in $(seq 255); do printf 'link add lcd%d type dummy\nlink set lcd%d up\n' 
 cli ip -batch "$WORK/dummies.batch"
 daemon_stop TERM
 start_daemon --enable-fault-injection
-lc activate slow-net >/dev/null
-held=1
-CONDITION_SWITCHES=${LC_BENCH_CONDITION_SWITCHES:-200}
-for n in 1 16 64 256; do
-    first=$held
-    t0=$(now_ns)
-    while ((held < n)); do
-        curl -sf --unix-socket "$SOCK" -X PUT -d '{"profile": "slow-net"}' "http://linkcond/v1/conditions/lcd$held" >/dev/null
-        held=$((held + 1))
-    done
-    t1=$(now_ns)
-    listed=$(curl -sf --unix-socket "$SOCK" http://linkcond/v1/conditions | jq '[.conditions[] | select(.active)] | length')
-    # switch-latency first activates the last profile, then measures: from it, every measured
-    # switch is a real change, and its first activation none.
-    lc activate nasty-net >/dev/null
-    before=$(executed_steps)
-    ip netns exec "$NS_C" "$BENCH" switch-latency --socket "$SOCK" --profile slow-net --profile nasty-net \
-        --count "$CONDITION_SWITCHES" --out "$WORK/conditions-$n.json"
-    after=$(executed_steps)
-    jq -c --argjson n "$n" --argjson listed "$listed" --argjson steps "$(( after - before ))" --argjson switches "$CONDITION_SWITCHES" \
-        --argjson added "$(( held - first ))" --argjson addNs "$(( t1 - t0 ))" \
-        '{conditions: $n, active: $listed, stepsPerSwitch: ($steps / $switches), p50Milliseconds, p90Milliseconds, p99Milliseconds,
-          added: $added, addMillisecondsPerCondition: (if $added > 0 then $addNs / $added / 1e6 else null end)}' \
-        "$WORK/conditions-$n.json" >>"$WORK/conditions.jsonl"
-    tail -n 1 "$WORK/conditions.jsonl"
-done
-# Through curl: the client's own wait for an answer is shorter than 256 teardowns under emulation.
-t0=$(now_ns)
-timeout 600 curl -sf --unix-socket "$SOCK" -X DELETE http://linkcond/v1/conditions >/dev/null
-t1=$(now_ns)
-jq -s --argjson offNs "$(( t1 - t0 ))" '{scale: ., offAllMilliseconds: ($offNs / 1e6)}' "$WORK/conditions.jsonl" >"$OUT/conditions.json"
-cat "$OUT/conditions.json"
+scale_conditions conditions condition_on_interface '.active'
 daemon_stop TERM
 for i in $(seq 255); do printf 'link del lcd%d\n' "$i"; done | cli ip -batch -
 start_daemon
 fi
 
 # --------------------------------------------------------------- many peers of one interface
-MATCH_SWITCHES=${LC_BENCH_CONDITION_SWITCHES:-200}
 if part matches; then
 log "matches: 1, 16, 64 and 256 conditions on peers of one interface; switching one of them"
 daemon_stop TERM
 start_daemon --enable-fault-injection
-# Peer k is 10.200.(k / 256).(k % 256); the switched one is the first, @10.200.0.0.
-peer() { echo "10.200.$(($1 / 256)).$(($1 % 256))"; }
-held=0
-: >"$WORK/matches.jsonl"
-for n in 1 16 64 256; do
-    first=$held
-    t0=$(now_ns)
-    while ((held < n)); do
-        curl -sf --unix-socket "$SOCK" -X PUT -d '{"profile": "slow-net"}' "http://linkcond/v1/conditions/%40$(peer "$held")" >/dev/null
-        held=$((held + 1))
-    done
-    t1=$(now_ns)
-    listed=$(curl -sf --unix-socket "$SOCK" http://linkcond/v1/conditions | jq '[.conditions[] | select(.active and .peer != null)] | length')
-    # As switch-latency's own first activation: from here every counted switch is a real change.
-    curl -sf --unix-socket "$SOCK" -X PUT -d '{"profile": "nasty-net"}' "http://linkcond/v1/conditions/%40$(peer 0)" >/dev/null
-    before=$(executed_steps)
-    ip netns exec "$NS_C" "$BENCH" switch-latency --socket "$SOCK" --condition "@$(peer 0)" --profile slow-net --profile nasty-net \
-        --count "$MATCH_SWITCHES" --out "$WORK/matches-$n.json"
-    after=$(executed_steps)
-    jq -c --argjson n "$n" --argjson listed "$listed" --argjson steps "$(( after - before ))" --argjson switches "$MATCH_SWITCHES" \
-        --argjson added "$(( held - first ))" --argjson addNs "$(( t1 - t0 ))" \
-        '{conditions: $n, active: $listed, stepsPerSwitch: ($steps / $switches), p50Milliseconds, p90Milliseconds, p99Milliseconds,
-          added: $added, addMillisecondsPerCondition: (if $added > 0 then $addNs / $added / 1e6 else null end)}' \
-        "$WORK/matches-$n.json" >>"$WORK/matches.jsonl"
-    tail -n 1 "$WORK/matches.jsonl"
-done
-t0=$(now_ns)
-timeout 600 curl -sf --unix-socket "$SOCK" -X DELETE http://linkcond/v1/conditions >/dev/null
-t1=$(now_ns)
-jq -s --argjson offNs "$(( t1 - t0 ))" '{scale: ., offAllMilliseconds: ($offNs / 1e6)}' "$WORK/matches.jsonl" >"$OUT/matches.json"
-cat "$OUT/matches.json"
+scale_conditions matches condition_on_peer '.active and .peer != null'
 daemon_stop TERM
 start_daemon
 fi
@@ -304,10 +286,10 @@ for n in 1 16 64 256; do
     lc activate nasty-net >/dev/null
     before=$(executed_steps)
     ip netns exec "$NS_C" "$BENCH" switch-latency --socket "$SOCK" --profile slow-net --profile nasty-net \
-        --count "$MATCH_SWITCHES" --out "$WORK/sandboxes-$n.json"
+        --count "$CONDITION_SWITCHES" --out "$WORK/sandboxes-$n.json"
     after=$(executed_steps)
     jq -c --argjson n "$n" --argjson listed "$listed" --argjson links "$links" --argjson steps "$(( after - before ))" \
-        --argjson switches "$MATCH_SWITCHES" --argjson creates "$creates" \
+        --argjson switches "$CONDITION_SWITCHES" --argjson creates "$creates" \
         '{sandboxes: $n, listed: $listed, hostLinks: $links, stepsPerSwitch: ($steps / $switches), p50Milliseconds, p90Milliseconds,
           p99Milliseconds, added: ($creates | length),
           createMeanMilliseconds: (if ($creates | length) > 0 then ($creates | add / length) else null end),
