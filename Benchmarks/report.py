@@ -325,6 +325,17 @@ def matches(results):
     return scale_table(results, "matches", "peers' conditions held", "adding one peer", "peers' conditions")
 
 
+def peer_scale(results):
+    """User space alone (model kernel, this machine): one peer's switch beside others."""
+    d = load(os.path.join(results, "peer-scale.json"))
+    if not d:
+        return "(not measured)"
+    out = ["| peers' conditions held | switch p50 ms | p90 ms | p99 ms |", "|---|---|---|---|"]
+    out += ["| %d | %s | %s | %s |" % (row["peers"], fmt(row["switchLatency"]["p50Milliseconds"]), fmt(row["switchLatency"]["p90Milliseconds"]),
+                                      fmt(row["switchLatency"]["p99Milliseconds"])) for row in d]
+    return "\n".join(out)
+
+
 def sandboxes(results):
     """Many run --isolated sandboxes at once, switching the default condition beside them."""
     d = load(os.path.join(results, "sandboxes.json"))
@@ -432,6 +443,8 @@ def main():
     print(condition_table + "\n")
     print("### Many peers of one interface (switching one of them)\n")
     print(match_table + "\n")
+    print("User space alone, on this machine (model kernel):\n")
+    print(peer_scale(results) + "\n")
     print("### Many sandboxes at once (switching the default condition beside them)\n")
     print(sandbox_table + "\n")
     print("### Footprint\n")

@@ -1,14 +1,9 @@
 import ArgumentParser
 import ControlClient
 import Foundation
-import LinkCondDaemon
-import Logging
 import Netlink
-import NIOPosix
 import Profiles
-import ServiceLifecycle
 import Shaping
-import ShapingTestSupport
 
 /// What a switch costs on this machine's own kernel, whose missing netem keeps the real thing
 /// in the VM: the daemon's user-space path over a real socket (against the model kernel), and one
@@ -62,28 +57,9 @@ struct Native: AsyncParsableCommand {
 
     /// The real daemon and the real control socket, with the model kernel in place of netlink.
     private func measureUserspace(profileDirectory: String, names: [String]) async throws -> LatencySummary {
-        let socketPath = "/tmp/lc-bench-\(getpid()).sock"
-        let stateDirectory = "/dev/shm/lc-bench-state-\(getpid())"
-        defer { try? FileManager.default.removeItem(atPath: stateDirectory) }
-        let quiet = Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }
-        let daemon = try await LinkCondDaemon(
-            configuration: DaemonConfiguration(
-                interface: "eth0", socket: .path(socketPath), profileDirectories: [profileDirectory], exemptions: .default,
-                // On tmpfs, as /run/linkcond/state is on a systemd machine.
-                stateDirectory: stateDirectory, historyFile: nil
-            ),
-            kernel: FakeKernel(interfaces: ["eth0"]), group: MultiThreadedEventLoopGroup.singleton, logger: quiet
-        )
-        let group = ServiceGroup(services: [daemon], logger: quiet)
-        return try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
-            let client = ControlClient(socketPath: socketPath)
-            for attempt in 0..<500 where (try? await client.status()) == nil {
-                guard attempt < 499 else { throw BenchError("the in-process daemon did not start") }
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            let count = self.count
-            let samples = try await client.withConnection { connection in
+        let count = self.count
+        let samples = try await withModelDaemon(profileDirectory: profileDirectory) { client in
+            try await client.withConnection { connection in
                 var samples: [Int64] = []
                 for index in 0..<count {
                     let start = monotonicNanoseconds()
@@ -92,10 +68,8 @@ struct Native: AsyncParsableCommand {
                 }
                 return samples
             }
-            await group.triggerGracefulShutdown()
-            try await tasks.waitForAll()
-            return LatencySummary(method: "user space (daemon, HTTP, planning; model kernel)", nanoseconds: samples)
         }
+        return LatencySummary(method: "user space (daemon, HTTP, planning; model kernel)", nanoseconds: samples)
     }
 
     /// One in-place htb class change on `lo`, the kind of request a switch is made of, including
