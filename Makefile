@@ -56,7 +56,7 @@ kernel-test:
 demo:
 	scripts/demo
 
-## Setup, then the benchmarks behind docs/performance.md (about an hour, mostly in the VM).
+## Setup, then the benchmarks behind docs/performance.md (over an hour, mostly in the VM).
 bench:
 	scripts/bench
 
