@@ -69,6 +69,12 @@ public final class ShapingEngine {
         try perform(steps)
     }
 
+    /// Changes one matched condition's class and leaf in place (`TrafficPlan.slotChangeSteps`),
+    /// rolling back on failure like `change(from:to:)`.
+    public func changeSlot(_ slot: UInt16, from current: TrafficPlan, to next: TrafficPlan) throws(ShapingError) {
+        try perform(current.slotChangeSteps(slot, to: next))
+    }
+
     /// Writes `plan`'s values into a complete tree whose values are unknown, e.g. one a daemon
     /// that was killed left behind, possibly halfway through a switch.
     public func rewrite(_ plan: TrafficPlan) throws(ShapingError) {

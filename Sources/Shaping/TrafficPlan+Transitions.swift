@@ -36,6 +36,13 @@ extension TrafficPlan {
         return uplinkSteps + downlinkSteps
     }
 
+    /// The steps from this plan to `next` when they differ only in the class and leaf of one
+    /// matched condition's `slot` (`Planner.replacingProfile`): found by their handles, without
+    /// walking the rest of the tree.
+    public func slotChangeSteps(_ slot: UInt16, to next: TrafficPlan) -> [PlannedStep] {
+        uplink.slotChangeSteps(slot, to: next.uplink) + downlink.slotChangeSteps(slot, to: next.downlink)
+    }
+
     /// Writes every value of the plan into an existing tree of the same skeleton whose current
     /// values are unknown (found after a restart): classes and leaves are changed, flower
     /// filters replaced, so that keys no survey reads are the plan's too. No undo: on failure,
@@ -66,6 +73,30 @@ extension TrafficPlan {
 }
 
 extension DirectionTree {
+    /// Puts `objects` (a matched condition's class and leaf) in place of the ones with their
+    /// handles; false when there are none.
+    mutating func replace(_ objects: (ClassNode, QdiscNode)) -> Bool {
+        guard let classIndex = classes.firstIndex(where: { $0.classID == objects.0.classID }),
+              let leafIndex = leaves.firstIndex(where: { $0.handle == objects.1.handle })
+        else { return false }
+        classes[classIndex] = objects.0
+        leaves[leafIndex] = objects.1
+        return true
+    }
+
+    func slotChangeSteps(_ slot: UInt16, to next: DirectionTree) -> [PlannedStep] {
+        let classID = ReservedHandles.matchClass(slot)
+        let leafHandle = ReservedHandles.matchLeaf(slot)
+        var steps: [PlannedStep] = []
+        if let old = classes.first(where: { $0.classID == classID }), let new = next.classes.first(where: { $0.classID == classID }), old != new {
+            steps.append(PlannedStep(action: .changeClass(device: device, new), undo: .changeClass(device: device, old)))
+        }
+        if let old = leaves.first(where: { $0.handle == leafHandle }), let new = next.leaves.first(where: { $0.handle == leafHandle }), old != new {
+            steps.append(PlannedStep(action: .changeQdisc(device: device, new), undo: .changeQdisc(device: device, old)))
+        }
+        return steps
+    }
+
     /// `undoRoot` is false on the IFB, whose whole tree goes with the device.
     func buildSteps(undoRoot: Bool) -> [PlannedStep] {
         var steps = [PlannedStep(

@@ -199,6 +199,33 @@ struct MatchPlanTests {
         #expect(Set(many.map(\.action.device)) == ["eth0", "lc-eth0"])
     }
 
+    @Test("Replacing one match's profile in place gives the plan and the steps a whole new plan gives",
+          arguments: [1, 16, 64])
+    func replacingInPlace(k: Int) throws {
+        let whole: [Profile?] = [nil, Fixtures.slowNet]
+        for wholeProfile in whole {
+            for (from, to) in [(Fixtures.slowNet, Fixtures.nastyNet), (Fixtures.lte, Fixtures.blackHole), (Fixtures.blackHole, Fixtures.jittery)] {
+                let device = MatchedCondition(slot: UInt16(k + 1), match: Self.peer("192.168.50.10"), profile: Fixtures.lte)
+                var gatewayDevice = device
+                gatewayDevice.match.isDevice = true
+                let before = Self.plan(whole: wholeProfile, Self.manyMatches(k, first: from) + [gatewayDevice])
+                let wanted = Self.plan(whole: wholeProfile, Self.manyMatches(k, first: to) + [gatewayDevice])
+                let switched = MatchedCondition(slot: 1, match: Self.manyMatches(1, first: to)[0].match, profile: to)
+                let replaced = try #require(Planner().replacingProfile(of: switched, in: before))
+                #expect(replaced == wanted)
+                #expect(before.slotChangeSteps(1, to: replaced) == (try #require(before.changeSteps(to: wanted))))
+
+                var device2 = gatewayDevice
+                device2.profile = to
+                let deviceReplaced = try #require(Planner().replacingProfile(of: device2, in: before))
+                #expect(deviceReplaced == Self.plan(whole: wholeProfile, Self.manyMatches(k, first: from) + [device2]),
+                        "a device's directions the other way round")
+            }
+        }
+        let absent = MatchedCondition(slot: 999, match: Self.peer("10.9.9.9"), profile: Fixtures.slowNet)
+        #expect(Planner().replacingProfile(of: absent, in: Self.plan(Self.manyMatches(k, first: Fixtures.lte))) == nil)
+    }
+
     @Test("Adding a match adds only its class, leaf and filters, each undone by its removal")
     func addMatch() throws {
         let third = MatchedCondition(slot: 3, match: Self.peer("192.0.2.0/24", port: 53, [.udp]), profile: Fixtures.lte)
