@@ -70,23 +70,18 @@ final class KernelConvergence {
         case .match(let number, let match):
             nextMatches[number] = profile.map { MatchedCondition(slot: number, match: match, profile: $0) }
         }
+        let next: TrafficPlan?
+        var changeInPlace: (TrafficPlan, TrafficPlan) throws(ShapingError) -> Void = engine.change(from:to:)
         // One peer's switch between profiles replaces its own objects in the applied plan: its
         // cost stays flat however many other peers the target holds.
         if case .match(let number, let match) = slot, let profile, let current = applied, matches[number] != nil,
-           let next = planner.replacingProfile(of: MatchedCondition(slot: number, match: match, profile: profile), in: current) {
-            do {
-                try engine.changeSlot(number, from: current, to: next)
-            } catch {
-                guard try treeIsMissing(current, after: error) else { throw error }
-                logger.warning("linkcond's tree on \(target.interface) was changed behind its back; rebuilding it")
-                try engine.remove(target)
-                try engine.apply(next, replacingForeign: replacingForeign)
-            }
-            applied = next
-            matches = nextMatches
-            return
+           let replaced = planner.replacingProfile(of: MatchedCondition(slot: number, match: match, profile: profile), in: current) {
+            next = replaced
+            let engine = self.engine
+            changeInPlace = { (current, next) throws(ShapingError) in try engine.changeSlot(number, from: current, to: next) }
+        } else {
+            next = planner.plan(on: target, whole: nextWhole, matches: Array(nextMatches.values))
         }
-        let next = planner.plan(on: target, whole: nextWhole, matches: Array(nextMatches.values))
         switch (applied, next) {
         case (nil, nil):
             return
@@ -96,7 +91,7 @@ final class KernelConvergence {
             try engine.apply(plan, replacingForeign: replacingForeign)
         case (let current?, let plan?):
             do {
-                try engine.change(from: current, to: plan)
+                try changeInPlace(current, plan)
             } catch {
                 guard try treeIsMissing(current, after: error) else { throw error }
                 logger.warning("linkcond's tree on \(target.interface) was changed behind its back; rebuilding it")
