@@ -56,6 +56,12 @@ extension Conditioner {
         }
     }
 
+    /// Removes the objects on the host of `condition`'s sandbox, if it has one; whether nothing
+    /// of it is left.
+    func tearDownSandbox(of condition: Condition) -> Bool {
+        condition.sandbox.map { tearDown($0, of: condition) } ?? true
+    }
+
     /// Removes `sandbox`'s objects on the host; whether all went.
     func tearDown(_ sandbox: SandboxAddressing, of condition: Condition) -> Bool {
         guard let sandboxes else { return true }

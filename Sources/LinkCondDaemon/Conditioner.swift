@@ -275,7 +275,7 @@ public actor Conditioner {
             condition.policy = condition.policy.wanting(baseline: nil, lease: nil)
             do {
                 try condition.convergence.removeAll()
-                if condition.sandbox.map({ tearDown($0, of: condition) }) ?? true {
+                if tearDownSandbox(of: condition) {
                     condition.stateStore?.remove()
                 }
             } catch {
@@ -300,7 +300,7 @@ public actor Conditioner {
     /// goes, and the history says so. Returns the ids of those ended.
     @discardableResult
     public func endConditionsInVanishedNamespaces() -> [ConditionID] {
-        guard let namespaces else { return [] }
+        guard namespaces != nil else { return [] }
         var ended: [ConditionID] = []
         for condition in orderedConditions where endIfNamespaceVanished(condition) {
             ended.append(condition.id)
@@ -485,7 +485,7 @@ public actor Conditioner {
         guard condition.id != defaultID, condition.isIdle, conditions[condition.id] === condition else { return }
         conditions[condition.id] = nil
         // A sandbox that could not be removed keeps its state file: the next daemon tries again.
-        let sandboxRemoved = condition.sandbox.map { tearDown($0, of: condition) } ?? true
+        let sandboxRemoved = tearDownSandbox(of: condition)
         if condition.sandbox != nil {
             restoreForwardingIfNoSandbox()
         }

@@ -1,3 +1,5 @@
+import IPAddressText
+
 /// Where sandbox number `index` sits: the names of its devices and NAT table, and its /30 in
 /// 10.254.0.0/16 (the host end `.1`, the sandbox's `eth0` `.2`). Pure: a number in, names and
 /// addresses out, the same in every daemon, so that a restarted one finds what an earlier made.
@@ -39,13 +41,9 @@ public struct SandboxAddressing: Hashable, Sendable, Codable {
         return bytes
     }
 
-    static func text(_ bytes: [UInt8]) -> String {
-        bytes.map(String.init).joined(separator: ".")
-    }
-
-    public var subnetText: String { "\(Self.text(subnet))/\(Self.prefixLength)" }
-    public var hostAddressText: String { Self.text(hostAddress) }
-    public var sandboxAddressText: String { Self.text(sandboxAddress) }
+    public var subnetText: String { "\(formatIPAddress(subnet))/\(Self.prefixLength)" }
+    public var hostAddressText: String { formatIPAddress(hostAddress) }
+    public var sandboxAddressText: String { formatIPAddress(sandboxAddress) }
 
     /// The nft commands that make this sandbox's table: what leaves the sandbox for anywhere
     /// but the sandbox itself goes out with the host's address, as from a home router.

@@ -542,10 +542,6 @@ ip -n "$NS_S" link del "srv-gw$LANE" 2>/dev/null || true
 
 # ------------------------------------------------------------------ 29
 log "29. lane $LANE: run --isolated: two sandboxes at once, each under its own profile, the host's own traffic unshaped"
-# What a sandbox leaves on the host: its end of the veth pair, its NAT table.
-sandbox_leftovers() {
-    { ip -n "$NS_C" -o link show | grep -o 'lcsb[0-9]*'; ip netns exec "$NS_C" nft list tables | grep -o 'linkcond_sandbox_[0-9]*'; } | sort -u | tr '\n' ' ' | sed 's/ $//'
-}
 forwarding_now() { ip netns exec "$NS_C" sysctl -n "net.ipv4.conf.$IF_C.forwarding"; }
 sandboxes_listed() { list_json | jq -r '[.conditions[]? | select(.sandbox) | "\(.profile.name // "off")"] | sort | join(",")'; }
 # wait_listed N: until N sandboxes are listed, at most 60 s.
@@ -696,6 +692,7 @@ lo_objects() {
     { ip netns exec "$NS_C" tc qdisc show dev lo | awk '{ print $2 }'; ip -n "$NS_C" -o link show | grep -o 'lc-lo\b' || true; } | tr '\n' ' ' | sed 's/ $//'
 }
 LO_IDLE=$(lo_objects)
+check_equal "lo before any loopback condition: its default qdisc alone, no IFB" "noqueue" "$LO_IDLE"
 daemon_start --enable-fault-injection
 T_L4="udp:127.0.0.1:7"; T_M4="udp:127.0.0.1:53"; T_L6="udp:[::1]:7"; T_M6="udp:[::1]:53"
 LOCAL_TARGETS=("$T_L4" "$T_M4" "$T_L6" "$T_M6" "$T_A4")

@@ -97,7 +97,7 @@ wait "$hole_job" || true
 row "isolated" "Slow Net job: extra round trip" "200 ms" "$(extra "$(json "$WORK/job-slow.json" '.[0].median_ms // "lost"')" "$base_udp")"
 row "isolated" "Black Hole job: replies" "none" "$(json "$WORK/job-hole.json" '.[0].received // 0') of 8"
 row "isolated" "the host's own, meanwhile: extra" "0 ms" "$(extra "$host_udp" "$base_udp")"
-leftovers=$({ cli ip -o link show | grep -o 'lcsb[0-9]*'; cli nft list tables | grep -o 'linkcond_sandbox_[0-9]*'; } | tr '\n' ' ' || true)
+leftovers=$(sandbox_leftovers)
 row "isolated" "sandboxes left after the jobs" "none" "${leftovers:-none}"
 
 snapshot "$WORK/snap.after"

@@ -123,6 +123,13 @@ check_snapshot() {
     fi
 }
 
+# What `run --isolated` sandboxes leave in the client namespace: their ends of the veth pairs,
+# their NAT tables; empty when none.
+sandbox_leftovers() {
+    { ip -n "$NS_C" -o link show | grep -o 'lcsb[0-9]*'; ip netns exec "$NS_C" nft list tables | grep -o 'linkcond_sandbox_[0-9]*'; } |
+        sort -u | tr '\n' ' ' | sed 's/ $//' || true
+}
+
 # ------------------------------------------------------------------ probe server
 
 server_start() {
