@@ -373,7 +373,7 @@ check_bool "Black Hole ARP after neigh flush" "TCP/22 over IPv4 connects" "echo 
 # lease ending on time, a condition coming back when `run` ends) get the CPU when they want
 # it and the lanes take what is left. Their checks join the summary at the end. Three lanes of
 # about equal work, so that once the sections below are done both CPUs stay busy until the end.
-# (Lane 3 is Tests/Kernel/conditions.sh's.)
+# (Lanes 3 and 5 are Tests/Kernel/conditions.sh's and scopes.sh's.)
 log "11, 12. SIGKILL at every step and at random, and a failure at every step: in three lanes alongside"
 CRASH_LANES=(1 2 4)
 declare -A CRASH_PARTS=([1]="build" [2]="switch teardown random" [4]="faults") LANE_PIDS=()
@@ -858,13 +858,23 @@ merge_lane() {
     [[ $lane_rc == 0 && -s $results ]] || tail -n 30 "$log" | sed 's/^/      /'
 }
 
-# ------------------------------------------------------------------ 21-25
-# Conditions on two interfaces at once: a topology of its own (lane 3), after the timed checks
-# above and at normal priority, since it measures round trips; the crash lanes may still run.
-log "21-25. conditions on several interfaces (Tests/Kernel/conditions.sh, lane 3)"
-conditions_rc=0
-LC_LANE=3 LINKCOND_BIN=$BIN LINKCOND_PROFILES=$SHIPPED_PROFILES "$KDIR/conditions.sh" >"$WORK/lane3.log" 2>&1 || conditions_rc=$?
-merge_lane 3 conditions.sh "$conditions_rc"
+# ------------------------------------------------------------------ 21-30
+# Conditions on several targets at once, in two lanes with topologies of their own, side by side:
+# interfaces and namespaces (lane 3, sections 21-26), and peers, devices behind a gateway,
+# sandboxes and loopback (lane 5, sections 27-30). They run after the timed checks above and at
+# normal priority, since they measure round trips; the crash lanes may still run.
+log "21-30. conditions on several targets (Tests/Kernel/conditions.sh in lane 3, scopes.sh in lane 5, side by side)"
+declare -A CONDITION_LANES=([3]=conditions.sh [5]=scopes.sh)
+for lane in "${!CONDITION_LANES[@]}"; do
+    LC_LANE=$lane LINKCOND_BIN=$BIN LINKCOND_PROFILES=$SHIPPED_PROFILES \
+        "$KDIR/${CONDITION_LANES[$lane]}" >"$WORK/lane$lane.log" 2>&1 &
+    LANE_PIDS[$lane]=$!
+done
+for lane in 3 5; do
+    lane_rc=0
+    wait "${LANE_PIDS[$lane]}" || lane_rc=$?
+    merge_lane "$lane" "${CONDITION_LANES[$lane]}" "$lane_rc"
+done
 
 # ------------------------------------------------------------------ lanes
 log "11, 12. the lanes' results"

@@ -1,0 +1,411 @@
+#!/usr/bin/env bash
+# Conditions narrower than an interface, in a lane of the kernel suite (LC_LANE) that runs side
+# by side with conditions.sh (Tests/Kernel/suite.sh starts both): conditions on one peer each
+# (--to) beside the whole interface's, IPv4 with options and IPv6 with extension headers; a
+# gateway, one condition per device behind it (--device); `run --isolated` sandboxes, two at once
+# on different profiles beside the host's own traffic, what is left of them after their commands
+# exit, a SIGKILL of their client, and a SIGKILL and restart of the daemon, and the sandbox
+# requests a group member may not make; a local server's port on lo, shaped once.
+# Checks go to this lane's results file, which the suite merges.
+set -euo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/conditions-setup.sh"
+
+# ------------------------------------------------------------------ 27
+log "27. lane $LANE: conditions on one peer each (--to), beside the whole interface's, IPv4 and IPv6"
+# A second server address on the same link: "another server".
+S4B=10.77.${LANE:-0}.3
+S6B=fd77:${LANE:-0}::3
+ip -n "$NS_S" addr add "$S4B/24" dev "$IF_S"
+ip -n "$NS_S" addr add "$S6B/64" dev "$IF_S" nodad
+daemon_start --enable-fault-injection
+# peer_measure TARGET...: the fastest UDP echo round trip of 10 and the replies of each target, as
+# "MIN RECEIVED" in PEER_RTT[target]. The fastest, not the median: netem never sends a packet
+# early, so it carries the added delay exactly, where a median of 10 under software emulation
+# strays by 5 ms (measured: a baseline's median 7 ms over its minimum).
+declare -A PEER_RTT
+peer_measure() {
+    local args=() t
+    for t in "$@"; do args+=(--target "$t"); done
+    probe_cli 120 rtt "${args[@]}" --rounds 10 --interval 0.05 --timeout 1 >"$WORK/peer.json" || true
+    for t in "$@"; do
+        PEER_RTT[$t]="$(rtt_field "$WORK/peer.json" "$t" min_ms) $(rtt_field "$WORK/peer.json" "$t" received | sed 's/null/0/')"
+    done
+}
+# opt_rtt HOST PORT: "MIN RECEIVED" of 10 UDP echoes sent with IPv4 options (three NOPs and
+# an end, so a 24-byte header) or an IPv6 destination-options extension header (PadN).
+opt_rtt() {
+    cli timeout 60 python3 - "$1" "$2" <<'PY'
+import socket, sys, time
+host, port = sys.argv[1], int(sys.argv[2])
+v6 = ":" in host
+s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_DGRAM)
+if v6:
+    s.setsockopt(socket.IPPROTO_IPV6, 59, bytes([0, 0, 1, 4, 0, 0, 0, 0]))  # IPV6_DSTOPTS
+else:
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, bytes([1, 1, 1, 0]))
+s.settimeout(1)
+samples = []
+for i in range(10):
+    tag = b"lc-opt-%d" % i
+    t0 = time.monotonic()
+    s.sendto(tag, (host, port))
+    try:
+        while True:
+            data, _ = s.recvfrom(2048)
+            if data == tag:
+                samples.append((time.monotonic() - t0) * 1000)
+                break
+    except socket.timeout:
+        pass
+    time.sleep(0.05)
+print(f"{min(samples):.3f} {len(samples)}" if samples else "null 0")
+PY
+}
+# peer_check NAME RESULT BASE ADDED: RESULT ("MIN RECEIVED") has all 10 replies and a round trip
+# of BASE + ADDED (-1 to +10 ms, as check_added); ADDED "none" wants no reply at all.
+peer_check() {
+    local name=$1 median=${2% *} got=${2#* } base=$3 added=$4 extra st=FAIL
+    if [[ $added == none ]]; then
+        [[ $got == 0 ]] && st=PASS
+        record "$name" "no reply (Black Hole)" "$got/10 replies" "0 replies" "$st"
+        return
+    fi
+    extra=$(minus "$median" "$base")
+    [[ $got == 10 && $extra != null ]] && fcond "$extra $added" 'a >= b - 1 && a <= b + 10' && st=PASS
+    record "$name" "+$added ms, 10/10" "+$extra ms, $got/10" "-1 ms, +10 ms" "$st"
+}
+T_A4="udp:$S4:7"; T_B4="udp:$S4:53"; T_C4="udp:$S4B:7"
+T_A6="udp:[$S6]:7"; T_B6="udp:[$S6]:53"; T_C6="udp:[$S6B]:7"
+ALL_TARGETS=("$T_A4" "$T_B4" "$T_C4" "$T_A6" "$T_B6" "$T_C6")
+peer_measure "${ALL_TARGETS[@]}"
+declare -A BASE
+for t in "${ALL_TARGETS[@]}"; do BASE[$t]=${PEER_RTT[$t]% *}; done
+BASE_OPT4=$(opt_rtt "$S4" 7); BASE_OPT6=$(opt_rtt "$S6" 7)
+record "baseline to each port and server, with IPv4 options and IPv6 extension headers" "10/10 each" \
+    "$(for t in "${ALL_TARGETS[@]}"; do printf '%s ' "${PEER_RTT[$t]#* }"; done)${BASE_OPT4#* } ${BASE_OPT6#* }" "10/10" \
+    "$([[ "$(for t in "${ALL_TARGETS[@]}"; do printf '%s ' "${PEER_RTT[$t]#* }"; done)${BASE_OPT4#* } ${BASE_OPT6#* }" == "10 10 10 10 10 10 10 10" ]] && echo PASS || echo FAIL)"
+IDLE=$(tree_c)
+
+lc_capture activate --to "$S4:7/udp" "Black Hole"
+check_rc "activate --to $S4:7/udp (Black Hole)" "$LC_RC" 0 "succeeds"
+check_contains "it answers with the peer's condition id" "$LC_OUT" "$IF_C@$S4:7/udp"
+lc activate --to "[$S6]:7/udp" "Black Hole" >/dev/null
+lc activate --interface "$IF_C" --to "$S4B" "LC Test B" >/dev/null
+lc activate --interface "$IF_C" --to "$S6B" "LC Test B" >/dev/null
+check_equal "status lists the whole interface (off) and each peer" \
+    "$IF_C=off $IF_C@$S4:7/udp=Black Hole $IF_C@$S4B=LC Test B $IF_C@[$S6]:7/udp=Black Hole $IF_C@$S6B=LC Test B" "$(conditions_now)"
+peer_measure "${ALL_TARGETS[@]}"
+peer_check "one server's port on Black Hole, IPv4" "${PEER_RTT[$T_A4]}" "${BASE[$T_A4]}" none
+peer_check "one server's port on Black Hole, IPv6" "${PEER_RTT[$T_A6]}" "${BASE[$T_A6]}" none
+peer_check "another port of that server: unshaped, IPv4" "${PEER_RTT[$T_B4]}" "${BASE[$T_B4]}" 0
+peer_check "another port of that server: unshaped, IPv6" "${PEER_RTT[$T_B6]}" "${BASE[$T_B6]}" 0
+peer_check "another server under LC Test B, IPv4" "${PEER_RTT[$T_C4]}" "${BASE[$T_C4]}" 25
+peer_check "another server under LC Test B, IPv6" "${PEER_RTT[$T_C6]}" "${BASE[$T_C6]}" 25
+# The requests carry the options, the replies do not: +15 ms alone would mean the requests
+# missed the peer's class (LC Test B adds 10 ms up, 15 ms down).
+peer_check "IPv4 with options to the LC Test B server: its class, +25 ms" "$(opt_rtt "$S4B" 7)" "${BASE_OPT4% *}" 25
+peer_check "IPv6 with a destination-options header to the LC Test B server: its class, +25 ms" "$(opt_rtt "$S6B" 7)" "${BASE_OPT6% *}" 25
+
+lc activate "LC Test A" >/dev/null
+peer_measure "${ALL_TARGETS[@]}"
+peer_check "with the whole interface on LC Test A: unmatched traffic gets A, IPv4" "${PEER_RTT[$T_B4]}" "${BASE[$T_B4]}" 100
+peer_check "with the whole interface on LC Test A: the peer gets B alone (shaped once), IPv4" "${PEER_RTT[$T_C4]}" "${BASE[$T_C4]}" 25
+peer_check "with the whole interface on LC Test A: the Black Hole port stays dead, IPv6" "${PEER_RTT[$T_A6]}" "${BASE[$T_A6]}" none
+
+SIG=$(tree_c)
+before=$(executed_steps)
+lc activate --to "$S4B" --interface "$IF_C" "Nasty Net" >/dev/null
+switch_steps=$(( $(executed_steps) - before ))
+check_max "switching one peer's profile: kernel steps" "$switch_steps" 4 steps "its own class and leaf, in each direction"
+lc activate --to "$S4B" --interface "$IF_C" "LC Test B" >/dev/null
+check_equal "and back: the whole tree as it was" "$SIG" "$(tree_c)"
+
+daemon_stop KILL
+daemon_start --enable-fault-injection
+check_equal "SIGKILL and a restart: the tree with four peers and the whole interface, re-adopted" "$SIG" "$(tree_c)"
+lc_capture history -n 8
+check_contains "history says the peers' conditions were re-adopted" "$LC_OUT" "re-adopted"
+peer_measure "$T_C4" "$T_A4"
+peer_check "after the restart: the peer still under LC Test B, IPv4" "${PEER_RTT[$T_C4]}" "${BASE[$T_C4]}" 25
+peer_check "after the restart: the Black Hole port still dead, IPv4" "${PEER_RTT[$T_A4]}" "${BASE[$T_A4]}" none
+
+lc off --to "$S4:7/udp" >/dev/null
+peer_measure "$T_A4"
+peer_check "off for one peer: its port answers again, with the whole interface's A" "${PEER_RTT[$T_A4]}" "${BASE[$T_A4]}" 100
+check_equal "off for one peer: the others stay" \
+    "$IF_C=LC Test A $IF_C@$S4B=LC Test B $IF_C@[$S6]:7/udp=Black Hole $IF_C@$S6B=LC Test B" "$(conditions_now)"
+lc activate --interface "$IF_C" --to "$S4B" "Black Hole" >/dev/null
+check_equal "a whole server on Black Hole: SSH to it still answers (the exemptions come first)" "open" \
+    "$(tcp_echo_ok "$S4B" 22 && echo open || echo closed)"
+peer_measure "$T_C4"
+peer_check "a whole server on Black Hole: its UDP echo does not" "${PEER_RTT[$T_C4]}" "${BASE[$T_C4]}" none
+lc off --all >/dev/null
+check_equal "off --all: the interface as before any condition" "$IDLE" "$(tree_c)"
+daemon_stop TERM
+check_equal "SIGTERM: no state file left" "none" "$(ls "$WORK/state" 2>/dev/null | tr '\n' ' ' | sed 's/ $//' | grep . || echo none)"
+
+# ------------------------------------------------------------------ 28
+log "28. lane $LANE: a gateway: each device behind it by its address (--device), both directions"
+# A router namespace forwards between the server (its WAN link) and a switch namespace (its LAN
+# link, gw-lan), where two device namespaces hang off a bridge: both devices reach the server
+# through the same LAN interface of the router, which the daemon shapes from inside.
+GW=lc-gw$LANE; SW=lc-sw$LANE; DEV1=lc-d1$LANE; DEV2=lc-d2$LANE
+GW_LAN=gw-lan$LANE
+W4=10.79.${LANE:-0}; W6=fd79:${LANE:-0}:; L4=10.80.${LANE:-0}; L6=fd80:${LANE:-0}:
+gateway_down() { local ns; for ns in "$GW" "$SW" "$DEV1" "$DEV2"; do ip netns del "$ns" 2>/dev/null || true; done; }
+gateway_down
+for ns in "$GW" "$SW" "$DEV1" "$DEV2"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+ip link add "gw-wan$LANE" netns "$GW" type veth peer name "srv-gw$LANE" netns "$NS_S"
+ip link add "$GW_LAN" netns "$GW" type veth peer name sw-gw netns "$SW"
+ip -n "$SW" link add br0 type bridge
+ip -n "$SW" link set sw-gw master br0
+ip -n "$SW" link set sw-gw up
+for i in 1 2; do
+    dev=$([[ $i == 1 ]] && echo "$DEV1" || echo "$DEV2")
+    ip link add eth0 netns "$dev" type veth peer name "p$i" netns "$SW"
+    ip -n "$SW" link set "p$i" master br0
+    ip -n "$SW" link set "p$i" up
+    ip -n "$dev" addr add "$L4.1$i/24" dev eth0
+    ip -n "$dev" addr add "$L6:1$i/64" dev eth0 nodad
+    ip -n "$dev" link set eth0 up
+    ip -n "$dev" route add default via "$L4.1"
+    ip -n "$dev" -6 route add default via "$L6:1"
+done
+ip -n "$SW" link set br0 up
+ip -n "$GW" addr add "$W4.1/24" dev "gw-wan$LANE"
+ip -n "$GW" addr add "$W6:1/64" dev "gw-wan$LANE" nodad
+ip -n "$GW" addr add "$L4.1/24" dev "$GW_LAN"
+ip -n "$GW" addr add "$L6:1/64" dev "$GW_LAN" nodad
+ip -n "$GW" link set "gw-wan$LANE" up
+ip -n "$GW" link set "$GW_LAN" up
+ip netns exec "$GW" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+ip -n "$NS_S" addr add "$W4.2/24" dev "srv-gw$LANE"
+ip -n "$NS_S" addr add "$W6:2/64" dev "srv-gw$LANE" nodad
+ip -n "$NS_S" link set "srv-gw$LANE" up
+ip -n "$NS_S" route add "$L4.0/24" via "$W4.1"
+ip -n "$NS_S" -6 route add "$L6:/64" via "$W6:1"
+# device_rtt NS: "MIN4 GOT4 MIN6 GOT6" of UDP echoes from a device to the server.
+device_rtt() {
+    ip netns exec "$1" timeout 120 python3 "$PROBE" rtt --target "udp:$W4.2:7" --target "udp:[$W6:2]:7" \
+        --rounds 10 --interval 0.05 --timeout 1 >"$WORK/dev.json" 2>/dev/null || true
+    echo "$(rtt_field "$WORK/dev.json" "udp:$W4.2:7" min_ms) $(rtt_field "$WORK/dev.json" "udp:$W4.2:7" received)" \
+        "$(rtt_field "$WORK/dev.json" "udp:[$W6:2]:7" min_ms) $(rtt_field "$WORK/dev.json" "udp:[$W6:2]:7" received)"
+}
+# Routes and neighbours settle on the first packets: a warm-up round is not measured.
+device_rtt "$DEV1" >/dev/null; device_rtt "$DEV2" >/dev/null
+read -r B1_4 _ B1_6 _ <<<"$(device_rtt "$DEV1")"
+read -r B2_4 G2_4 B2_6 G2_6 <<<"$(device_rtt "$DEV2")"
+record "baseline from both devices through the gateway" "< 50 ms" "$B1_4 / $B1_6 / $B2_4 / $B2_6 ms" "< 50 ms" \
+    "$(fcond "$B1_4 $B1_6 $B2_4" 'a < 50 && b < 50 && c < 50' && fcond "$B2_6 0" 'a < 50' && echo PASS || echo FAIL)"
+daemon_start --enable-fault-injection
+lc_capture activate --netns "$GW" --interface "$GW_LAN" --device "$L4.11" "LC Test B"
+check_rc "activate --device $L4.11 on the gateway's LAN interface" "$LC_RC" 0 "succeeds"
+check_contains "its id names the device" "$LC_OUT" "netns/$GW/$GW_LAN@device=$L4.11"
+lc activate --netns "$GW" --interface "$GW_LAN" --device "$L6:11" "LC Test B" >/dev/null
+read -r R1_4 G1_4 R1_6 G1_6 <<<"$(device_rtt "$DEV1")"
+RTT4=$R1_4 RTT6=$R1_6 check_added "the device under LC Test B" "$B1_4" 25
+read -r R2_4 G2_4 R2_6 G2_6 <<<"$(device_rtt "$DEV2")"
+RTT4=$R2_4 RTT6=$R2_6 check_added "the other device: unshaped" "$B2_4" 0
+# The device's downlink (15 ms) leaves the LAN interface; its uplink (10 ms) arrives on it.
+check_equal "towards the device (LAN egress): its downlink, 15 ms" "delay 15ms" \
+    "$(tc -n "$GW" qdisc show dev "$GW_LAN" | grep -o 'delay 15ms' | sort -u)"
+check_equal "from the device (the LAN's IFB): its uplink, 10 ms" "delay 10ms" \
+    "$(tc -n "$GW" qdisc show dev "lc-$GW_LAN" | grep -o 'delay 10ms' | sort -u)"
+lc off --all >/dev/null
+check_equal "off --all: nothing of linkcond's left in the gateway" "" "$(tc -n "$GW" qdisc show dev "$GW_LAN" | grep -E '7a00|ingress'; ip -n "$GW" link show type ifb)"
+daemon_stop TERM
+gateway_down
+ip -n "$NS_S" link del "srv-gw$LANE" 2>/dev/null || true
+
+# ------------------------------------------------------------------ 29
+log "29. lane $LANE: run --isolated: two sandboxes at once, each under its own profile, the host's own traffic unshaped"
+forwarding_now() { ip netns exec "$NS_C" sysctl -n "net.ipv4.conf.$IF_C.forwarding"; }
+sandboxes_listed() { list_json | jq -r '[.conditions[]? | select(.sandbox) | "\(.profile.name // "off")"] | sort | join(",")'; }
+# wait_listed N: until N sandboxes are listed, at most 60 s.
+wait_listed() {
+    local deadline=$((SECONDS + 60))
+    while ((SECONDS < deadline)); do
+        [[ $(list_json | jq '[.conditions[]? | select(.sandbox)] | length') == "$1" ]] && return 0
+        snooze 0.2
+    done
+    return 1
+}
+# wait_no_leftovers: until the sandboxes' objects are gone, at most 30 s.
+wait_no_leftovers() {
+    local deadline=$((SECONDS + 30))
+    while ((SECONDS < deadline)); do
+        [[ -z $(sandbox_leftovers) ]] && return 0
+        snooze 0.2
+    done
+    return 1
+}
+isolated() { cli timeout 180 "$BIN/linkcond" --socket "$SOCK" run --isolated "$@"; }
+daemon_start --enable-fault-injection
+FORWARDING_BEFORE=$(forwarding_now)
+check_equal "IPv4 forwarding on $IF_C reads as 0 or 1 (what the checks below compare with)" yes \
+    "$([[ $FORWARDING_BEFORE == [01] ]] && echo yes || echo no)"
+measure "$S4" "$S6"
+BASE_HOST=$RTT4
+isolated --profile "LC Test A" -- python3 "$PROBE" rtt --target "udp:$S4:7" --rounds 40 --interval 0.05 --timeout 1 \
+    >"$WORK/iso-a.json" 2>"$WORK/iso-a.err" &
+ISO_A=$!
+isolated --profile "Black Hole" -- python3 "$PROBE" rtt --target "udp:$S4:7" --rounds 10 --interval 0.05 --timeout 1 \
+    >"$WORK/iso-b.json" 2>"$WORK/iso-b.err" &
+ISO_B=$!
+wait_listed 2 || true
+check_equal "both sandboxes listed while their commands run" "Black Hole,LC Test A" "$(sandboxes_listed)"
+ADDRESSES=$(list_json | jq -r '[.conditions[]? | select(.sandbox) | .sandbox.address] | sort | join(" ")')
+note "sandbox addresses: $ADDRESSES; on the host: $(sandbox_leftovers)"
+measure "$S4" "$S6"
+HOST_DURING=$RTT4
+ISO_A_RC=0; wait "$ISO_A" || ISO_A_RC=$?
+ISO_B_RC=0; wait "$ISO_B" || ISO_B_RC=$?
+sed 's/^/      a: /' "$WORK/iso-a.err"; sed 's/^/      b: /' "$WORK/iso-b.err"
+check_rc "run --isolated under LC Test A: the command's own status" "$ISO_A_RC" 0 "the probe's"
+SANDBOX_A=$(rtt_field "$WORK/iso-a.json" "udp:$S4:7" median_ms)
+SANDBOX_A_GOT=$(rtt_field "$WORK/iso-a.json" "udp:$S4:7" received)
+EXTRA_A=$(minus "$SANDBOX_A" "$BASE_HOST")
+record "sandbox under LC Test A reaches the server through NAT, +100 ms" "+100 ms, 40/40 replies" \
+    "+$EXTRA_A ms ($SANDBOX_A - base $BASE_HOST), $SANDBOX_A_GOT/40" "-1 ms, +10 ms" \
+    "$([[ $EXTRA_A != null && $SANDBOX_A_GOT == 40 ]] && fcond "$EXTRA_A" 'a >= 99 && a <= 110' && echo PASS || echo FAIL)"
+check_equal "sandbox under Black Hole: no reply" "0" "$(rtt_field "$WORK/iso-b.json" "udp:$S4:7" received)"
+EXTRA_HOST=$(minus "$HOST_DURING" "$BASE_HOST")
+record "the host's own traffic to the same server meanwhile: unshaped" "+0 ms" "+$EXTRA_HOST ms ($HOST_DURING - base $BASE_HOST)" "<= +5 ms" \
+    "$([[ $EXTRA_HOST != null ]] && fcond "$EXTRA_HOST" 'a <= 5' && echo PASS || echo FAIL)"
+wait_no_leftovers || true
+check_equal "after both commands exit: no veth or NAT table of theirs left" "" "$(sandbox_leftovers)"
+check_equal "after both commands exit: only the default condition" "$IF_C=off" "$(conditions_now)"
+check_equal "after both commands exit: IPv4 forwarding on $IF_C as it was" "$FORWARDING_BEFORE" "$(forwarding_now)"
+
+log "29b. lane $LANE: a sandbox ends when its run client is killed, and at a daemon restart"
+# Started directly, not through cli(): $! must be the client itself.
+ip netns exec "$NS_C" "$BIN/linkcond" --socket "$SOCK" run --isolated --profile "LC Test A" -- sleep 171 >/dev/null 2>&1 &
+RUN_PID=$!
+wait_listed 1 || true
+DURING=$(sandbox_leftovers)
+check_equal "a running sandbox has its veth and NAT table" yes "$([[ $DURING == *lcsb* && $DURING == *linkcond_sandbox_* ]] && echo yes || echo no)"
+kill -KILL "$RUN_PID"; wait "$RUN_PID" 2>/dev/null || true
+wait_no_leftovers || true
+check_equal "after SIGKILL of the run client: nothing of its sandbox left" "" "$(sandbox_leftovers)"
+check_equal "after SIGKILL of the run client: its condition gone" "$IF_C=off" "$(conditions_now)"
+check_equal "after SIGKILL of the run client: IPv4 forwarding on $IF_C as it was" "$FORWARDING_BEFORE" "$(forwarding_now)"
+pkill -KILL -f "sleep 171" || true
+ip netns exec "$NS_C" "$BIN/linkcond" --socket "$SOCK" run --isolated --profile "LC Test A" -- sleep 172 >/dev/null 2>&1 &
+RUN_PID=$!
+wait_listed 1 || true
+daemon_stop KILL
+check_equal "after SIGKILL of the daemon: the sandbox's objects are still there" yes "$([[ -n $(sandbox_leftovers) ]] && echo yes || echo no)"
+daemon_start --enable-fault-injection
+check_equal "after the restart: nothing of the sandbox left" "" "$(sandbox_leftovers)"
+check_equal "after the restart: IPv4 forwarding on $IF_C as it was" "$FORWARDING_BEFORE" "$(forwarding_now)"
+check_equal "after the restart: only the default condition" "$IF_C=off" "$(conditions_now)"
+check_equal "the history has the restart ending the sandbox's condition" "true" \
+    "$(timeout 10 curl -sf --unix-socket "$SOCK" 'http://linkcond/v1/history?limit=5' | jq -r '[.entries[] | select((.condition // "") | startswith("pid/")) | "\(.to) \(.reason)"] | any(. == "off startup")')"
+kill -KILL "$RUN_PID" 2>/dev/null; wait "$RUN_PID" 2>/dev/null || true
+pkill -KILL -f "sleep 172" || true
+daemon_stop TERM
+
+log "29c. lane $LANE: sandbox requests from a group member: someone else's process, a namespace in use, a flood"
+groupadd -f linkcond
+modprobe dummy
+member=(setpriv --reuid=65534 --regid=65534 --groups="$(getent group linkcond | cut -d: -f3)")
+daemon_start --enable-fault-injection
+# sandbox_lease PID [SECONDS]: a member's sandbox lease on PID's namespace, as run --isolated
+# asks for it; prints the error code, or the first event of a lease that was granted.
+sandbox_lease() {
+    ip netns exec "$NS_C" "${member[@]}" curl -sN --max-time "${2:-20}" --unix-socket "$SOCK" -X POST \
+        -d "{\"profile\": \"Black Hole\", \"condition\": \"pid/$1/eth0\", \"sandbox\": true}" http://linkcond/v1/leases |
+        jq -r '.error.code // .event' 2>/dev/null | head -1
+}
+LINKS_BEFORE=$(ip -n "$NS_C" -o link show | wc -l)
+check_equal "pid 1 (root's, the host's namespace): refused" "sandbox-not-yours" "$(sandbox_lease 1)"
+ip netns exec "$NS_C" "${member[@]}" sleep 300 &
+OWN_IN_HOST=$!
+snooze 0.5
+check_equal "the member's own process in the host's namespace: refused" "sandbox-namespace-in-use" "$(sandbox_lease "$OWN_IN_HOST")"
+"${member[@]}" unshare -rn sh -c 'ip link add d0 type dummy && exec sleep 300' &
+OWN_WITH_DEVICE=$!
+snooze 1
+check_equal "the member's own fresh namespace with a device in it: refused" "sandbox-namespace-in-use" \
+    "$(sandbox_lease "$OWN_WITH_DEVICE")"
+check_equal "a process that does not exist: refused" "true" "$(code=$(sandbox_lease 4194304); [[ -n $code && $code != active ]] && echo true || echo "$code")"
+kill "$OWN_IN_HOST" "$OWN_WITH_DEVICE" 2>/dev/null; wait "$OWN_IN_HOST" "$OWN_WITH_DEVICE" 2>/dev/null || true
+check_equal "after the refusals: nothing built" "$IF_C=off|$LINKS_BEFORE|" \
+    "$(conditions_now)|$(ip -n "$NS_C" -o link show | wc -l)|$(sandbox_leftovers)"
+# A flood: 16 sandboxes at once, each on a fresh namespace of the member's, held by open
+# connections (a member's connections, and with them its sandboxes, stop at 64).
+FLOOD_PIDS=()
+for i in $(seq 16); do
+    "${member[@]}" unshare -rn sleep 300 &
+    FLOOD_PIDS+=($!)
+done
+snooze 1
+HOLDERS=()
+for pid in "${FLOOD_PIDS[@]}"; do
+    sandbox_lease "$pid" 170 >"$WORK/flood.$pid" &
+    HOLDERS+=($!)
+done
+wait_listed 16 || true
+check_equal "a flood of 16 sandbox leases: each granted, with its own veth and NAT table" "16 16 16" \
+    "$(list_json | jq '[.conditions[]? | select(.sandbox)] | length') $(sandbox_leftovers | tr ' ' '\n' | grep -c lcsb) $(sandbox_leftovers | tr ' ' '\n' | grep -c linkcond_sandbox)"
+pkill -KILL -f "max-time 170 --unix-socket $SOCK" || true
+for pid in "${HOLDERS[@]}"; do wait "$pid" 2>/dev/null || true; done
+wait_no_leftovers || true
+check_equal "their connections closed: every sandbox gone, forwarding as it was" "|$IF_C=off|$FORWARDING_BEFORE" \
+    "$(sandbox_leftovers)|$(conditions_now)|$(forwarding_now)"
+kill "${FLOOD_PIDS[@]}" 2>/dev/null; wait "${FLOOD_PIDS[@]}" 2>/dev/null || true
+check_equal "the daemon is still running" running "$(kill -0 "$DAEMON_PID" 2>/dev/null && echo running || echo dead)"
+daemon_stop TERM
+
+# ------------------------------------------------------------------ 30
+log "30. lane $LANE: a local server's port on lo (--to 127.0.0.1:PORT, [::1]:PORT): shaped once, other local ports not"
+# A second probe server, inside the client namespace: its echo ports on 127.0.0.1 and ::1 are
+# "a server on the same machine" for the client there.
+LOCAL_CTL=$WORK/probe-local.ctl
+ip netns exec "$NS_C" timeout 600 python3 "$PROBE" serve --ctl "$LOCAL_CTL" 2>>"$WORK/probe-local.log" &
+LOCAL_SERVER_PID=$!
+for _ in $(seq 300); do [[ -S $LOCAL_CTL ]] && break; snooze 0.1; done
+lo_objects() {
+    { ip netns exec "$NS_C" tc qdisc show dev lo | awk '{ print $2 }'; ip -n "$NS_C" -o link show | grep -o 'lc-lo\b' || true; } | tr '\n' ' ' | sed 's/ $//'
+}
+LO_IDLE=$(lo_objects)
+check_equal "lo before any loopback condition: its default qdisc alone, no IFB" "noqueue" "$LO_IDLE"
+daemon_start --enable-fault-injection
+T_L4="udp:127.0.0.1:7"; T_M4="udp:127.0.0.1:53"; T_L6="udp:[::1]:7"; T_M6="udp:[::1]:53"
+LOCAL_TARGETS=("$T_L4" "$T_M4" "$T_L6" "$T_M6" "$T_A4")
+peer_measure "${LOCAL_TARGETS[@]}"
+declare -A LOCAL_BASE
+for t in "${LOCAL_TARGETS[@]}"; do LOCAL_BASE[$t]=${PEER_RTT[$t]% *}; done
+check_equal "baseline: each local port and the server answer" "10 10 10 10 10" \
+    "$(for t in "${LOCAL_TARGETS[@]}"; do printf '%s ' "${PEER_RTT[$t]#* }"; done | sed 's/ $//')"
+
+lc_capture activate --to "127.0.0.1:7/udp" "LC Test B"
+check_rc "activate --to 127.0.0.1:7/udp (LC Test B)" "$LC_RC" 0 "succeeds"
+check_contains "a loopback peer's condition is on lo" "$LC_OUT" "lo@127.0.0.1:7/udp"
+lc activate --to "[::1]:7/udp" "LC Test B" >/dev/null
+peer_measure "${LOCAL_TARGETS[@]}"
+# Shaped twice (leaving lo and arriving on it) would be +50 ms.
+peer_check "the local server's port under LC Test B: +25 ms, shaped once, IPv4" "${PEER_RTT[$T_L4]}" "${LOCAL_BASE[$T_L4]}" 25
+peer_check "the local server's port under LC Test B: +25 ms, shaped once, IPv6" "${PEER_RTT[$T_L6]}" "${LOCAL_BASE[$T_L6]}" 25
+peer_check "another local port: unshaped, IPv4" "${PEER_RTT[$T_M4]}" "${LOCAL_BASE[$T_M4]}" 0
+peer_check "another local port: unshaped, IPv6" "${PEER_RTT[$T_M6]}" "${LOCAL_BASE[$T_M6]}" 0
+peer_check "the remote server over $IF_C: unshaped" "${PEER_RTT[$T_A4]}" "${LOCAL_BASE[$T_A4]}" 0
+LO_SHAPED=$(lo_objects)
+lc_capture activate --interface lo "LC Test B"
+check_rc "the whole of lo: refused" "$LC_RC" nonzero "fails"
+check_contains "it says why" "$LC_ERR" "needs a local server's port"
+check_equal "the refusal changed nothing on lo" "$LO_SHAPED" "$(lo_objects)"
+lc activate --to "127.0.0.1:7/udp" "Black Hole" >/dev/null
+peer_measure "$T_L4" "$T_M4"
+peer_check "the local server's port on Black Hole, IPv4" "${PEER_RTT[$T_L4]}" "${LOCAL_BASE[$T_L4]}" none
+peer_check "beside it, another local port: unshaped" "${PEER_RTT[$T_M4]}" "${LOCAL_BASE[$T_M4]}" 0
+daemon_stop KILL
+daemon_start --enable-fault-injection
+check_equal "SIGKILL and a restart: both loopback conditions re-adopted" \
+    "$IF_C=off lo@127.0.0.1:7/udp=Black Hole lo@[::1]:7/udp=LC Test B" "$(conditions_now)"
+lc off --all >/dev/null
+check_equal "off --all: lo as before, no IFB of its own" "$LO_IDLE" "$(lo_objects)"
+daemon_stop TERM
+kill "$LOCAL_SERVER_PID" 2>/dev/null; wait "$LOCAL_SERVER_PID" 2>/dev/null || true
+LOCAL_SERVER_PID=""
