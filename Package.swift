@@ -44,7 +44,10 @@ let package = Package(
         // libnftables, found through pkg-config: NAT for `run --isolated` sandboxes.
         .systemLibrary(name: "CNFTables", pkgConfig: "libnftables", providers: [.apt(["libnftables-dev"])]),
         // Sandboxes for `run --isolated`: addressing (pure), and joining a namespace to the host.
-        .target(name: "Sandboxes", dependencies: ["Netlink", "CNFTables", "IPAddressText"]),
+        // glibc's process descriptors, which its Swift module leaves out: a process pinned while
+        // the daemon reads /proc/PID.
+        .systemLibrary(name: "CPidfd"),
+        .target(name: "Sandboxes", dependencies: ["Netlink", "CNFTables", "CPidfd", "IPAddressText"]),
         // Profile model in human units, YAML decoding, validation, the catalog.
         .target(name: "Profiles", dependencies: ["CYAML", "NameMatching"]),
         // Profile -> TrafficPlan (pure), and applying plans through Netlink.

@@ -18,11 +18,16 @@ extension Conditioner {
             throw SandboxRequestError(message: "the network namespace of process \(pid) already has a condition (\(id))")
         }
         guard conditions.count < Self.maximumConditions else { throw TooManyConditionsError(limit: Self.maximumConditions) }
-        guard requester.uid == 0 || sandboxes.owner(ofProcess: pid) == requester.uid else {
+        // Pinned while its owner and then its namespace are read: both are of one process.
+        let process = sandboxes.pin(process: pid)
+        guard let process, requester.uid == 0 || process.owner == requester.uid else {
             throw SandboxError(code: .notYours, message: "process \(pid) is not yours: a sandbox is made only of your own process's namespace")
         }
         // Fresh first: the daemon's own namespace, say, is in use before it is another id's alias.
         let identity = try self.identity(of: .process(pid))
+        guard process.isRunning else {
+            throw SandboxError(code: .notYours, message: "process \(pid) exited while its sandbox was being made")
+        }
         try sandboxes.checkFresh(namespaceAt: path, identity: identity)
         let condition = try absentCondition(id, checkingInterface: false)
         let taken = Set(conditions.values.compactMap { $0.sandbox?.index })

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import CPidfd
 import Glibc
 import Netlink
 
@@ -21,10 +22,19 @@ public final class KernelSandboxPlumbing: SandboxPlumbing {
         self.ledger = ledger
     }
 
-    public func owner(ofProcess pid: Int32) -> UInt32? {
+    public func pin(process pid: Int32) -> PinnedProcess? {
+        let descriptor = pidfd_open(pid, 0)
+        guard descriptor >= 0 else { return nil }
         var status = stat()
-        guard stat("/proc/\(pid)", &status) == 0 else { return nil }
-        return status.st_uid
+        guard stat("/proc/\(pid)", &status) == 0 else {
+            close(descriptor)
+            return nil
+        }
+        return PinnedProcess(
+            pid: pid, owner: status.st_uid,
+            stillRunning: { pidfd_send_signal(descriptor, 0, nil, 0) == 0 },
+            release: { close(descriptor) }
+        )
     }
 
     public func checkFresh(namespaceAt path: String, identity: NamespaceIdentity) throws(SandboxError) {

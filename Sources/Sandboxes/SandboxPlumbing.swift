@@ -4,8 +4,9 @@ import Netlink
 /// addresses, a default route, NAT and forwarding. Only the daemon's own objects are touched,
 /// named after the sandbox's number, so that a restarted daemon can remove them by name.
 public protocol SandboxPlumbing: AnyObject {
-    /// The user who owns process `pid`, `nil` once it has exited.
-    func owner(ofProcess pid: Int32) -> UInt32?
+    /// Process `pid`, held so that what is read of it later is known to be its own, with its
+    /// owner; `nil` once it has exited.
+    func pin(process pid: Int32) -> PinnedProcess?
     /// Fails with `namespaceInUse` unless the namespace has no device but `lo`: only a
     /// namespace made for the purpose is plumbed, never a container's or the host's.
     func checkFresh(namespaceAt path: String, identity: NamespaceIdentity) throws(SandboxError)

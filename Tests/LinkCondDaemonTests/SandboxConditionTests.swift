@@ -31,7 +31,13 @@ struct SandboxConditionTests {
 
         var calls: [String] { log.withLock { $0 } }
 
-        func owner(ofProcess pid: Int32) -> UInt32? { owner }
+        /// Whether the pinned process still runs when asked; `false`: it exited meanwhile and its
+        /// PID may be another's.
+        let running = Mutex(true)
+
+        func pin(process pid: Int32) -> PinnedProcess? {
+            PinnedProcess(pid: pid, owner: owner, stillRunning: { self.running.withLock { $0 } })
+        }
 
         func checkFresh(namespaceAt path: String, identity: NamespaceIdentity) throws(SandboxError) {
             log.withLock { $0.append("check \(path)") }
@@ -119,6 +125,37 @@ struct SandboxConditionTests {
             #expect((error as any ControlAPIError).httpStatus == .forbidden)
         }
         #expect(plumbing.calls.isEmpty)
+    }
+
+    @Test("A process that exits while its sandbox is asked for is refused: its PID may be another's by then")
+    func exitedMeanwhile() async throws {
+        let (conditioner, plumbing, _) = Self.setUp(owner: TestDaemon.alice.uid)
+        plumbing.running.withLock { $0 = false }
+        do {
+            _ = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.alice, maximum: nil, sandbox: true, onEnd: { _ in })
+            Issue.record("plumbed the namespace of a process that had exited")
+        } catch let error as SandboxError {
+            #expect(error.code == .notYours)
+            #expect(error.message.contains("exited"))
+        }
+        #expect(plumbing.calls.isEmpty)
+        #expect(await conditioner.conditionList().conditions.count == 1)
+    }
+
+    @Test("The daemon's own pin of a process: its owner, running until it exits, then not")
+    func kernelPin() throws {
+        let plumbing = KernelSandboxPlumbing(uplinks: { [] }, ledger: nil)
+        let own = try #require(plumbing.pin(process: getpid()))
+        #expect(own.owner == getuid())
+        #expect(own.isRunning)
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        child.arguments = ["2"]
+        try child.run()
+        let pinned = try #require(plumbing.pin(process: child.processIdentifier))
+        #expect(pinned.isRunning)
+        child.waitUntilExit()
+        #expect(!pinned.isRunning, "exited and reaped: the pin no longer runs, whoever has its PID now")
     }
 
     @Test("A namespace with devices is refused as in use (409), the daemon's own included, before anything is made")
