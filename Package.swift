@@ -74,7 +74,7 @@ let package = Package(
         .target(
             name: "LinkCondDaemon",
             dependencies: [
-                "ControlAPI", "Profiles", "Shaping", "Sandboxes",
+                "ControlAPI", "IPAddressText", "Profiles", "Shaping", "Sandboxes",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -49,6 +49,9 @@ public struct StatusResponse: Codable, Sendable, Equatable {
     /// For a condition on only the traffic exchanged with a peer: whom (`10.0.0.5:443`), as
     /// after `@` in the id. `nil`: the whole interface.
     public var peer: String?
+    /// For a peer named by a host name: the addresses the condition matches, which the name
+    /// resolved to when the condition was made.
+    public var addresses: [String]?
     /// The IFB device that carries the downlink while shaping is on.
     public var ifb: String
     public var active: Bool

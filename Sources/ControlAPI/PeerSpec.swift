@@ -1,8 +1,9 @@
 import IPAddressText
 
 /// Whom a condition with a match shapes traffic with, as users write it after `--to`:
-/// an address (`10.0.0.5`, `2001:db8::1`), a network (`10.0.0.0/8`, `2001:db8::/32`) or `*` for
-/// any, optionally with a port (`10.0.0.5:443`, `[2001:db8::1]:443`, `*:8080`) and a transport
+/// an address (`10.0.0.5`, `2001:db8::1`), a network (`10.0.0.0/8`, `2001:db8::/32`), a host
+/// name (`api.example.com`, whose addresses the daemon looks up when it makes the condition)
+/// or `*` for any, optionally with a port (`10.0.0.5:443`, `[2001:db8::1]:443`, `*:8080`) and a transport
 /// (`:53/udp`; a port alone means TCP and UDP alike, as HTTP/3 runs on UDP 443).
 ///
 /// Or, on a gateway, a device behind it (`device=192.168.50.10`): then the device's uplink is
@@ -14,8 +15,11 @@ public struct PeerSpec: Hashable, Sendable, CustomStringConvertible {
         case tcp, udp
     }
 
-    /// Network-order bytes (4 or 16, host bits cleared) and prefix; `nil` for any address.
+    /// Network-order bytes (4 or 16, host bits cleared) and prefix; `nil` for any address, or
+    /// for a host name's.
     public var address: [UInt8]?
+    /// A host name (lower case, without a final dot), standing for the addresses it resolves to.
+    public var hostName: String?
     public var prefixLength: Int
     public var port: UInt16?
     /// With a port: `nil` for both transports.
@@ -33,13 +37,16 @@ public struct PeerSpec: Hashable, Sendable, CustomStringConvertible {
         let address = String(text.dropFirst(Self.devicePrefix.count))
         try self.init(parsingPeer: address)
         guard self.address != nil, port == nil, !address.hasPrefix("[") else {
+            if hostName != nil {
+                throw PeerSpecError(text: text, problem: "names a device by its address, not a host name (device=192.168.50.10)")
+            }
             throw PeerSpecError(text: text, problem: "names a device by its address or network alone (device=192.168.50.10)")
         }
         isDevice = true
     }
 
     private init(parsingPeer text: String) throws(PeerSpecError) {
-        guard !text.isEmpty, text.utf8.count <= 80 else { throw PeerSpecError(text: text, problem: "is empty or too long") }
+        guard !text.isEmpty, text.utf8.count <= Self.maximumLength else { throw PeerSpecError(text: text, problem: "is empty or too long") }
         var rest = Substring(text)
         var transport: Transport?
         for candidate in Transport.allCases where rest.hasSuffix("/" + candidate.rawValue) {
@@ -78,7 +85,13 @@ public struct PeerSpec: Hashable, Sendable, CustomStringConvertible {
         }
         let parts = hostText.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard let bytes = parseIPAddress(String(parts[0])) else {
-            throw PeerSpecError(text: text, problem: "is not an IPv4 or IPv6 address, a network like 10.0.0.0/8, or '*:PORT'")
+            guard parts.count == 1, !rest.hasPrefix("["), let name = Self.hostName(hostText) else {
+                throw PeerSpecError(text: text, problem: "is not an IPv4 or IPv6 address, a network like 10.0.0.0/8, a host name or '*:PORT'")
+            }
+            self.hostName = name
+            self.address = nil
+            self.prefixLength = 0
+            return
         }
         var prefix = bytes.count * 8
         if parts.count == 2 {
@@ -95,6 +108,34 @@ public struct PeerSpec: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var isIPv6: Bool { address?.count == 16 }
+
+    /// Every address, of either family: `*`.
+    public var isAnyAddress: Bool { address == nil && hostName == nil }
+
+    /// The longest host name taken: DNS allows 253 characters, but the condition's id names its
+    /// state file, which a file system keeps under 255 bytes with the interface, namespace,
+    /// port and percent-encoding around it.
+    public static let maximumHostNameLength = 160
+    /// The longest text taken: the longest host name, a port and a transport.
+    public static let maximumLength = maximumHostNameLength + 16
+
+    /// `text` as a host name (RFC 1123: dot-separated labels of letters, digits and inner
+    /// hyphens, at most 63 characters each), lower-cased and without a final dot; `nil` when it
+    /// is not one. A last label of digits alone is not a host name but a
+    /// mistyped address (`10.0.0`).
+    static func hostName(_ text: Substring) -> String? {
+        var name = text.lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        guard !name.isEmpty, name.utf8.count <= maximumHostNameLength else { return nil }
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        for label in labels {
+            guard (1...63).contains(label.utf8.count), label.first != "-", label.last != "-",
+                  label.utf8.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "-") })
+            else { return nil }
+        }
+        guard let last = labels.last, !last.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return name
+    }
 
     /// Whether every address this names is the machine's own loopback (within `127.0.0.0/8`,
     /// or `::1`), which no interface but `lo` carries.
@@ -113,7 +154,7 @@ public struct PeerSpec: Hashable, Sendable, CustomStringConvertible {
     }
 
     private var peerDescription: String {
-        var host = "*"
+        var host = hostName ?? "*"
         if let address {
             host = formatIPAddress(address) + (prefixLength == address.count * 8 ? "" : "/\(prefixLength)")
         }

@@ -46,6 +46,21 @@ final class Condition {
 
     var target: ShapingTarget { convergence.target }
 
+    /// For a peer named by a host name: the addresses the condition matches, what the name
+    /// resolved to when the condition was made.
+    var hostAddresses: [[UInt8]]? {
+        guard id.peer?.hostName != nil, case .match(_, let match) = slot else { return nil }
+        return match.networks.map(\.address)
+    }
+
+    /// A condition for a host name matches nothing until it has its addresses: made by a
+    /// request without them (it came in while another one ended the condition), it cannot be
+    /// put in force.
+    func checkHostAddresses() throws(HostNameError) {
+        guard let name = id.peer?.hostName, hostAddresses?.isEmpty != false else { return }
+        throw HostNameError(name: name, code: .unavailable, detail: "its condition ended while its addresses were looked up")
+    }
+
     /// The slot number of a condition with a match, `nil` for the whole interface.
     var slotNumber: UInt16? {
         if case .match(let number, _) = slot { return number }

@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import IPAddressText
 import Logging
 import Netlink
 import NIOCore
@@ -90,14 +91,18 @@ public actor Conditioner {
     /// From off, the tree is built; from another profile, its values are changed in place. On
     /// any failure the previous condition stays in force and the error says why. A lease held
     /// by someone else is a conflict unless `force`.
+    ///
+    /// For a peer named by a host name, `hostAddresses` are what it resolved to, which a new
+    /// condition matches for as long as it lasts (an existing one keeps its own).
     public func activate(
         _ choice: ProfileChoice, on id: ConditionID? = nil, by requester: Requester, for duration: LeaseDuration? = nil,
-        force: Bool = false, replacingForeign: Bool = false
+        force: Bool = false, replacingForeign: Bool = false, hostAddresses: [[UInt8]]? = nil
     ) throws -> StatusResponse {
         try checkRunning()
         let entry = try resolve(choice)
-        let condition = try self.condition(id)
+        let condition = try self.condition(id, hostAddresses: hostAddresses)
         defer { dropIfIdle(condition) }
+        try condition.checkHostAddresses()
         try condition.policy.checkNoLease(against: requester, force: force)
         let previous = condition.policy.effective
         let displaced: Condition.LeaseRuntime?
@@ -151,12 +156,14 @@ public actor Conditioner {
     /// is joined to the host first; the sandbox ends with the lease.
     public func hold(
         _ choice: ProfileChoice, on id: ConditionID? = nil, by requester: Requester, maximum: LeaseDuration?, force: Bool = false,
-        replacingForeign: Bool = false, sandbox: Bool = false, onEnd: @escaping @Sendable (LeaseEvent) -> Void
+        replacingForeign: Bool = false, sandbox: Bool = false, hostAddresses: [[UInt8]]? = nil,
+        onEnd: @escaping @Sendable (LeaseEvent) -> Void
     ) throws -> (lease: LeaseTicket, status: StatusResponse) {
         try checkRunning()
         let entry = try resolve(choice)
-        let condition = try sandbox ? makeSandbox(resolved(id), for: requester) : self.condition(id)
+        let condition = try sandbox ? makeSandbox(resolved(id), for: requester) : self.condition(id, hostAddresses: hostAddresses)
         defer { dropIfIdle(condition) }
+        try condition.checkHostAddresses()
         try condition.policy.checkNoLease(against: requester, force: force)
         let previous = condition.policy.effective
         let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: maximum, clientBound: true)
@@ -362,8 +369,8 @@ public actor Conditioner {
     }
 
     /// The condition `id` names (the default one for `nil`), made when it does not exist yet and
-    /// its interface does.
-    private func condition(_ id: ConditionID?) throws -> Condition {
+    /// its interface does. Made for a peer named by a host name, it needs the name's addresses.
+    private func condition(_ id: ConditionID?, hostAddresses: [[UInt8]]? = nil) throws -> Condition {
         let id = resolved(id)
         if let existing = conditions[id] { return existing }
         guard conditions.count < Self.maximumConditions else {
@@ -372,9 +379,15 @@ public actor Conditioner {
         guard id.interface != Self.loopback || id.peer?.namesServerPort == true else {
             throw LoopbackConditionError(requested: id)
         }
-        let condition = try absentCondition(id)
+        let condition = try absentCondition(id, hostAddresses: hostAddresses)
         insert(condition)
         return condition
+    }
+
+    /// Whether the condition `id` names is held, with its match: one for a host name has its
+    /// addresses already, and takes no others.
+    public func holds(_ id: ConditionID?) -> Bool {
+        conditions[resolved(id)] != nil
     }
 
     /// The id `id` stands for: the default condition for `nil`, and for `@PEER` the daemon's
@@ -398,7 +411,7 @@ public actor Conditioner {
     }
 
     /// A condition not (yet) held, off, on an interface that exists, in a namespace that does.
-    func absentCondition(_ id: ConditionID, checkingInterface: Bool = true) throws -> Condition {
+    func absentCondition(_ id: ConditionID, checkingInterface: Bool = true, hostAddresses: [[UInt8]]? = nil) throws -> Condition {
         var identity: NamespaceIdentity?
         if let namespace = id.namespace {
             identity = try self.identity(of: namespace)
@@ -411,7 +424,7 @@ public actor Conditioner {
                 throw AliasedConditionError(requested: id, existing: twin.id)
             }
         }
-        let condition = makeCondition(id, identity: identity)
+        let condition = makeCondition(id, identity: identity, hostAddresses: hostAddresses ?? [])
         if case .match(_, let match) = condition.slot,
            let twin = conditions.values.first(where: { other in
                guard other.convergence === condition.convergence, case .match(_, let held) = other.slot else { return false }
@@ -431,7 +444,8 @@ public actor Conditioner {
     private func recoverableCondition(_ id: ConditionID) -> Condition? {
         let store = stateDirectory.map { StateStore(directory: $0, condition: id) }
         let state = store?.load()
-        guard let namespace = id.namespace else { return makeCondition(id, identity: nil, slot: state?.slot) }
+        let hostAddresses = state?.hostAddresses?.compactMap(parseIPAddress) ?? []
+        guard let namespace = id.namespace else { return makeCondition(id, identity: nil, slot: state?.slot, hostAddresses: hostAddresses) }
         let stored = state?.namespaceIdentity
         let now = try? namespaces?.identity(at: namespace.path)
         let sandbox = state?.sandbox.flatMap { $0 <= SandboxAddressing.maximumIndex ? SandboxAddressing(index: $0) : nil }
@@ -444,14 +458,15 @@ public actor Conditioner {
             store?.remove()
             return nil
         }
-        let condition = makeCondition(id, identity: now, slot: state?.slot)
+        let condition = makeCondition(id, identity: now, slot: state?.slot, hostAddresses: hostAddresses)
         condition.sandbox = sandbox
         return condition
     }
 
     /// A condition object for `id`, on its target's shared tree; one with a match takes
-    /// `slot` (its stored one, at restart) when that is free on the target, else the lowest free one.
-    private func makeCondition(_ id: ConditionID, identity: NamespaceIdentity?, slot stored: UInt16? = nil) -> Condition {
+    /// `slot` (its stored one, at restart) when that is free on the target, else the lowest free one,
+    /// and for a host name matches `hostAddresses`.
+    private func makeCondition(_ id: ConditionID, identity: NamespaceIdentity?, slot stored: UInt16? = nil, hostAddresses: [[UInt8]] = []) -> Condition {
         let convergence = targets[id.target] ?? {
             var engine = self.engine
             if let namespace = id.namespace, let identity, let namespaces {
@@ -464,7 +479,7 @@ public actor Conditioner {
             let taken = Set(conditions.values.filter { $0.convergence === convergence }.compactMap(\.slotNumber))
             let number = stored.flatMap { taken.contains($0) ? nil : $0 }
                 ?? (1...ReservedHandles.maximumMatchSlot).first { !taken.contains($0) } ?? ReservedHandles.maximumMatchSlot
-            slot = .match(number, PeerMatch(peer))
+            slot = .match(number, PeerMatch(peer, hostAddresses: hostAddresses))
         }
         return Condition(
             id: id, namespaceIdentity: identity, convergence: convergence, slot: slot,
@@ -726,7 +741,8 @@ public actor Conditioner {
                 )
             },
             slot: condition.slotNumber,
-            sandbox: condition.sandbox?.index
+            sandbox: condition.sandbox?.index,
+            hostAddresses: condition.hostAddresses?.map(formatIPAddress)
         )
         do {
             try stateStore.save(state)

@@ -161,3 +161,16 @@ extension SandboxRequestError: ControlAPIError {
     var httpStatus: HTTPResponseStatus { .conflict }
     var errorCode: String { "sandbox-request" }
 }
+
+extension HostNameError: ControlAPIError {
+    /// A name with no address, too many, or this machine's own: the request's fault. A
+    /// resolver that failed or did not answer: try again.
+    var httpStatus: HTTPResponseStatus {
+        switch code {
+        case .notFound, .tooManyAddresses, .loopback: return .badRequest
+        case .unavailable, .timedOut: return .serviceUnavailable
+        }
+    }
+
+    var errorCode: String { code.rawValue }
+}

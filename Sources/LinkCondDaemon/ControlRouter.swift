@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Logging
+import NIOPosix
 import NIOHTTP1
 import Profiles
 import Shaping
@@ -20,7 +21,8 @@ struct ControlReply: Sendable {
 /// What to do with a request: answer it, or hold a lease for as long as the connection lasts.
 enum Route: Sendable {
     case reply(ControlReply)
-    case hold(ConditionID?, ProfileChoice, LeaseRequest, maximum: LeaseDuration?)
+    /// With the addresses a host name in the id resolved to, when the condition is new.
+    case hold(ConditionID?, ProfileChoice, LeaseRequest, maximum: LeaseDuration?, hostAddresses: [[UInt8]]?)
 }
 
 /// Carries out parsed requests against the conditioner and turns results and errors into
@@ -30,6 +32,7 @@ struct ControlRouter: Sendable {
     let authorizer: Authorizer
     /// Set only when the daemon runs with `--enable-fault-injection`.
     var faults: FaultSwitch?
+    var hostNames = HostNameResolver(timerLoop: MultiThreadedEventLoopGroup.singleton.any())
     var logger = Logger(label: "linkcondd")
 
     func route(_ request: ControlRequest) async -> Route {
@@ -78,14 +81,15 @@ struct ControlRouter: Sendable {
         case .activate(let id, let choice, let activation, let duration):
             return .reply(.json(try await conditioner.activate(
                 choice, on: id, by: requester, for: duration,
-                force: activation.force ?? false, replacingForeign: activation.replaceForeign ?? false
+                force: activation.force ?? false, replacingForeign: activation.replaceForeign ?? false,
+                hostAddresses: try await hostAddresses(for: id)
             )))
         case .deactivate(let id, let force):
             return .reply(.json(try await conditioner.deactivate(on: id, by: requester, force: force)))
         case .deactivateAll(let force):
             return .reply(.json(try await conditioner.deactivateAll(by: requester, force: force)))
         case .hold(let id, let choice, let lease, let maximum):
-            return .hold(id, choice, lease, maximum: maximum)
+            return .hold(id, choice, lease, maximum: maximum, hostAddresses: try await hostAddresses(for: id))
         case .releaseLease(let id):
             return .reply(.json(try await conditioner.releaseLease(on: id, by: requester)))
         case .reload:
@@ -96,6 +100,13 @@ struct ControlRouter: Sendable {
         case .faultCounter:
             return .reply(.json(["executedSteps": faults?.executedSteps ?? 0]))
         }
+    }
+
+    /// What the host name a new condition's peer is named by resolves to now; `nil` when the id
+    /// names none, or the condition is held already (it keeps the addresses it was made with).
+    private func hostAddresses(for id: ConditionID?) async throws(HostNameError) -> [[UInt8]]? {
+        guard let name = id?.peer?.hostName, await !conditioner.holds(id) else { return nil }
+        return try await hostNames.addresses(of: name)
     }
 
     /// A status as `requester` may see it: a lease holder's command line only for those who

@@ -167,8 +167,11 @@ package struct ControlServer: Sendable {
                         let closing = !head.isKeepAlive || request.tooLarge
                         try await outbound.write(contentsOf: ConnectionGuard.parts(of: reply, closing: closing))
                         if closing { return }
-                    case .hold(let id, let choice, let lease, let maximum):
-                        try await hold(id, choice, lease, maximum: maximum, head: head, requester: requester, channel: accepted.channel, parts: &parts, outbound: outbound)
+                    case .hold(let id, let choice, let lease, let maximum, let hostAddresses):
+                        try await hold(
+                            id, choice, lease, maximum: maximum, hostAddresses: hostAddresses, head: head, requester: requester,
+                            channel: accepted.channel, parts: &parts, outbound: outbound
+                        )
                         return
                     }
                 }
@@ -208,7 +211,8 @@ package struct ControlServer: Sendable {
     /// `POST /v1/leases`: answers with one JSON line when the lease is in force, keeps the
     /// response open while the client keeps the connection, and ends the lease when it closes.
     private func hold(
-        _ id: ConditionID?, _ choice: ProfileChoice, _ lease: LeaseRequest, maximum: LeaseDuration?, head: HTTPRequestHead, requester: Requester, channel: any Channel,
+        _ id: ConditionID?, _ choice: ProfileChoice, _ lease: LeaseRequest, maximum: LeaseDuration?, hostAddresses: [[UInt8]]?,
+        head: HTTPRequestHead, requester: Requester, channel: any Channel,
         parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     ) async throws {
@@ -226,7 +230,7 @@ package struct ControlServer: Sendable {
         do {
             held = try await router.conditioner.hold(
                 choice, on: id, by: requester, maximum: maximum, force: lease.force ?? false,
-                replacingForeign: lease.replaceForeign ?? false, sandbox: lease.sandbox ?? false, onEnd: ended
+                replacingForeign: lease.replaceForeign ?? false, sandbox: lease.sandbox ?? false, hostAddresses: hostAddresses, onEnd: ended
             )
         } catch {
             let reply = (error as? any ControlAPIError)?.reply

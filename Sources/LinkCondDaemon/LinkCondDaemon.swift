@@ -82,7 +82,9 @@ public struct LinkCondDaemon: Service {
         try await conditioner.recover()
         self.server = ControlServer(
             socket: configuration.socket,
-            router: ControlRouter(conditioner: conditioner, authorizer: authorizer, faults: faults),
+            router: ControlRouter(
+                conditioner: conditioner, authorizer: authorizer, faults: faults, hostNames: HostNameResolver(timerLoop: group.next())
+            ),
             group: group,
             logger: logger
         )

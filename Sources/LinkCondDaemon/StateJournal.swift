@@ -57,6 +57,9 @@ package struct PersistedState: Codable, Equatable {
     var slot: UInt16?
     /// A sandbox's number (`run --isolated`): a restarted daemon removes what it finds of it.
     var sandbox: UInt16?
+    /// A peer named by a host name: the addresses it resolved to when the condition was made,
+    /// which a restarted daemon matches again without looking the name up.
+    var hostAddresses: [String]?
 }
 
 /// A stored value that cannot be a profile: out of range, or from a newer daemon.

@@ -6,10 +6,13 @@ enum Format {
     static func status(_ status: StatusResponse) -> String {
         let exempt = status.exemptions.isEmpty ? "nothing" : status.exemptions.joined(separator: ", ")
         let sandbox = status.sandbox.map { "sandbox: \($0.address) via \($0.hostInterface) (\($0.gateway)), NAT through the host" }
+        let addresses = status.addresses.map { "addresses: " + $0.joined(separator: ", ") }
         guard let profile = status.profile else {
-            return ["\(status.id): off (since \(status.since))", sandbox, "exempt: \(exempt)"].compactMap { $0 }.joined(separator: "\n")
+            return ["\(status.id): off (since \(status.since))", addresses, sandbox, "exempt: \(exempt)"].compactMap { $0 }.joined(separator: "\n")
         }
-        var lines = ["\(status.id): \(profile.name) (since \(status.since))", profile.summary]
+        var lines = ["\(status.id): \(profile.name) (since \(status.since))"]
+        if let addresses { lines.append(addresses) }
+        lines.append(profile.summary)
         if let sandbox { lines.append(sandbox) }
         if let lease = status.lease {
             var text = "lease held by \(lease.holder)"

@@ -23,7 +23,7 @@ struct TargetOptions: ParsableArguments {
     var pid: String?
 
     @Option(help: ArgumentHelp(
-        "Only the traffic exchanged with this peer: an address, a network or '*', with an optional port and transport (10.0.0.5, 10.0.0.0/8, 10.0.0.5:443, [2001:db8::1]:443, *:53/udp). Each peer has a condition of its own; the rest of the interface keeps its own. A loopback address with a port (127.0.0.1:8080, [::1]:8080) is a local server's, conditioned on lo.",
+        "Only the traffic exchanged with this peer: an address, a network, a host name or '*', with an optional port and transport (10.0.0.5, 10.0.0.0/8, api.example.com:443, [2001:db8::1]:443, *:53/udp). A host name is looked up once, when its condition is made; status lists its addresses. Each peer has a condition of its own; the rest of the interface keeps its own. A loopback address with a port (127.0.0.1:8080, [::1]:8080) is a local server's, conditioned on lo.",
         valueName: "peer"
     ))
     var to: String?

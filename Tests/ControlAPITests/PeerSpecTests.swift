@@ -19,6 +19,35 @@ struct PeerSpecTests {
         #expect(try PeerSpec(parsing: canonical) == peer, "the canonical text names the same peer")
     }
 
+    @Test("A host name reads back lower-cased, without a final dot", arguments: [
+        ("api.example.com", "api.example.com"),
+        ("API.Example.COM.", "api.example.com"),
+        ("api.example.com:443", "api.example.com:443"),
+        ("cdn-1.example.net:53/udp", "cdn-1.example.net:53/udp"),
+        ("localhost:8080", "localhost:8080"),
+        ("xn--bcher-kva.example:443", "xn--bcher-kva.example:443"),
+    ])
+    func hostNames(text: String, canonical: String) throws {
+        let peer = try PeerSpec(parsing: text)
+        #expect(peer.description == canonical)
+        #expect(peer.address == nil && !peer.isAnyAddress && !peer.isLoopback && !peer.isIPv6)
+        #expect(peer.hostName == canonical.split(separator: ":").first.map(String.init))
+        #expect(try PeerSpec(parsing: canonical) == peer)
+        let id = try ConditionID(parsing: "eth0@" + text)
+        #expect(try ConditionID(parsing: id.description) == id)
+    }
+
+    @Test("The longest host name taken still names a state file a file system keeps")
+    func longestHostName() throws {
+        let labels = (0..<PeerSpec.maximumHostNameLength / 40).map { _ in String(repeating: "a", count: 39) }
+        var name = labels.joined(separator: ".")
+        name += "." + String(repeating: "b", count: PeerSpec.maximumHostNameLength - name.utf8.count - 1)
+        #expect(name.utf8.count == PeerSpec.maximumHostNameLength)
+        let id = try ConditionID(parsing: "pid/4194304/abcdefghijklmno@\(name):65535/udp")
+        #expect(APIPath.percentEncode(id.description).utf8.count + ".state.json".utf8.count <= 255)
+        #expect(throws: PeerSpecError.self) { try PeerSpec(parsing: name + "b") }
+    }
+
     @Test("A peer's parts: address with host bits cleared, prefix, port and transport")
     func parts() throws {
         let network = try PeerSpec(parsing: "10.0.0.77/8")
@@ -45,7 +74,12 @@ struct PeerSpecTests {
     }
 
     @Test("What cannot be a peer is refused", arguments: [
-        "*", "10.0.0.5:0", "10.0.0.5:70000", "10.0.0.5/udp", "nonsense", "[::1]", "",
+        "*", "10.0.0.5:0", "10.0.0.5:70000", "10.0.0.5/udp", "non_sense", "[::1]", "",
+        // Not host names: a mistyped address, bad labels, a name in brackets or with a prefix,
+        // a device by name.
+        "10.0.0", "10.0.0.256", "-api.example.com", "api-.example.com", "api..example.com", "api.example.com/24",
+        "[api.example.com]:443", "device=api.example.com", String(repeating: "a", count: 64) + ".example.com",
+        String(repeating: "abcdefghi.", count: 17) + "com",
     ])
     func refused(text: String) {
         #expect(throws: PeerSpecError.self) { try PeerSpec(parsing: text) }
@@ -81,7 +115,7 @@ struct PeerSpecTests {
     }
 
     @Test("A condition id whose peer cannot be one is refused and says why", arguments: [
-        ("eth0@bad", "after '@'"), ("eth0@", "after '@'"), ("eth0@*", "after '@'"), ("eth0@10.0.0.5@10.0.0.6", "at most one '@'"),
+        ("eth0@bad_name", "after '@'"), ("eth0@", "after '@'"), ("eth0@*", "after '@'"), ("eth0@10.0.0.5@10.0.0.6", "at most one '@'"),
         ("a/b@10.0.0.5", "netns/NAME/INTERFACE"),
     ])
     func refusedPeer(text: String, reason: String) {

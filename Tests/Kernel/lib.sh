@@ -187,7 +187,13 @@ lc_capture() {
 daemon_start() {
     rm -f "$SOCK"
     echo "--- linkcondd start $(date +%T) $*" >>"$DAEMON_LOG"
-    ip netns exec "$NS_C" "$BIN/linkcondd" --interface "$IF_C" --socket "$SOCK" --profiles "$PROFILES" \
+    # With DAEMON_HOSTS, the daemon reads that file as /etc/hosts (the addresses of the host names
+    # it looks up), bound over it in a mount namespace of its own that still sees new mounts
+    # (`ip netns add`); the same process, so signals reach the daemon.
+    local hosts=()
+    [[ -z ${DAEMON_HOSTS:-} ]] ||
+        hosts=(unshare --mount --propagation slave sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$DAEMON_HOSTS")
+    ip netns exec "$NS_C" "${hosts[@]}" "$BIN/linkcondd" --interface "$IF_C" --socket "$SOCK" --profiles "$PROFILES" \
         --state-dir "$WORK/state" --history-file "$WORK/history.jsonl" \
         --log-level debug "$@" 2>>"$DAEMON_LOG" >>"$DAEMON_LOG" &
     DAEMON_PID=$!

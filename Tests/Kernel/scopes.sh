@@ -145,6 +145,53 @@ check_equal "off --all: the interface as before any condition" "$IDLE" "$(tree_c
 daemon_stop TERM
 check_equal "SIGTERM: no state file left" "none" "$(ls "$WORK/state" 2>/dev/null | tr '\n' ' ' | sed 's/ $//' | grep . || echo none)"
 
+# ------------------------------------------------------------------ 27b
+log "27b. lane $LANE: a peer by its host name (--to NAME:PORT): looked up once, when its condition is made"
+# The daemon reads its own hosts file, where the name stands for the other server's two
+# addresses; later it moves to the first server's, as a name behind a failover does.
+HOSTS=$WORK/hosts
+printf '127.0.0.1 localhost\n%s api.lc.test\n%s api.lc.test\n' "$S4B" "$S6B" >"$HOSTS"
+DAEMON_HOSTS=$HOSTS daemon_start --enable-fault-injection
+NAMED_TARGETS=("$T_A4" "$T_C4" "$T_A6" "$T_C6")
+addresses_of() { list_json | jq -r --arg id "$1" '[.conditions[]? | select(.id == $id) | .addresses[]?] | join(" ")'; }
+lc_capture activate --to "API.lc.test:7/udp" "LC Test B"
+check_rc "activate --to API.lc.test:7/udp (LC Test B)" "$LC_RC" 0 "succeeds"
+check_contains "it answers with the name's condition, lower-cased" "$LC_OUT" "$IF_C@api.lc.test:7/udp"
+check_equal "status lists the addresses the name resolved to, IPv4 first" "$S4B $S6B" "$(addresses_of "$IF_C@api.lc.test:7/udp")"
+peer_measure "${NAMED_TARGETS[@]}"
+peer_check "the named server under LC Test B, IPv4" "${PEER_RTT[$T_C4]}" "${BASE[$T_C4]}" 25
+peer_check "the named server under LC Test B, IPv6" "${PEER_RTT[$T_C6]}" "${BASE[$T_C6]}" 25
+peer_check "the other server: unshaped, IPv4" "${PEER_RTT[$T_A4]}" "${BASE[$T_A4]}" 0
+peer_check "the other server: unshaped, IPv6" "${PEER_RTT[$T_A6]}" "${BASE[$T_A6]}" 0
+printf '127.0.0.1 localhost\n%s api.lc.test\n' "$S4" >"$HOSTS"
+lc activate --to "api.lc.test:7/udp" "Black Hole" >/dev/null
+check_equal "a switch after the name moved: the condition keeps its addresses" "$S4B $S6B" "$(addresses_of "$IF_C@api.lc.test:7/udp")"
+daemon_stop KILL
+DAEMON_HOSTS=$HOSTS daemon_start --enable-fault-injection
+check_equal "SIGKILL and a restart: the stored addresses, not the name's new one" "$S4B $S6B" "$(addresses_of "$IF_C@api.lc.test:7/udp")"
+peer_measure "$T_C4" "$T_A4"
+peer_check "after the restart: the named server still on Black Hole" "${PEER_RTT[$T_C4]}" "${BASE[$T_C4]}" none
+peer_check "after the restart: the name's new address untouched" "${PEER_RTT[$T_A4]}" "${BASE[$T_A4]}" 0
+lc off --to "api.lc.test:7/udp" >/dev/null
+lc activate --to "api.lc.test:7/udp" "LC Test B" >/dev/null
+check_equal "off, then activate again: looked up again" "$S4" "$(addresses_of "$IF_C@api.lc.test:7/udp")"
+peer_measure "$T_A4" "$T_C4"
+peer_check "made again: the name's new address under LC Test B" "${PEER_RTT[$T_A4]}" "${BASE[$T_A4]}" 25
+peer_check "made again: its old address unshaped" "${PEER_RTT[$T_C4]}" "${BASE[$T_C4]}" 0
+SIG=$(tree_c)
+t0=$SECONDS
+lc_capture activate --to "nosuch.lc.test:7" "Black Hole"
+check_rc "a name that resolves to nothing: refused" "$LC_RC" nonzero "fails"
+check_contains "it says which name could not be looked up" "$LC_ERR" "cannot look up 'nosuch.lc.test'"
+check_max "and answers within the lookup's deadline" "$((SECONDS - t0))" 12 s "10 s deadline, and the client"
+lc_capture activate --to "localhost:8080" "Black Hole"
+check_contains "a name for this machine's own loopback: refused, with the address to use" "$LC_ERR" "--to 127.0.0.1:8080"
+check_equal "the refusals changed nothing" "$SIG" "$(tree_c)"
+lc off --all >/dev/null
+check_equal "off --all: the interface as before any condition" "$IDLE" "$(tree_c)"
+daemon_stop TERM
+check_equal "SIGTERM: no state file left" "none" "$(ls "$WORK/state" 2>/dev/null | tr '\n' ' ' | sed 's/ $//' | grep . || echo none)"
+
 # ------------------------------------------------------------------ 28
 log "28. lane $LANE: a gateway: each device behind it by its address (--device), both directions"
 # A router namespace forwards between the server (its WAN link) and a switch namespace (its LAN

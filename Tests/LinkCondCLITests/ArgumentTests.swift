@@ -36,6 +36,8 @@ struct ArgumentTests {
         (["activate", "Slow Net", "--interface", "eth0", "--pid", "4242"], "pid/4242/eth0"),
         (["off", "--netns", "ci-1", "--interface", "veth1"], "netns/ci-1/veth1"),
         (["status", "--interface", "eth1"], "eth1"),
+        (["activate", "Slow Net", "--to", "API.example.com:443"], "@api.example.com:443"),
+        (["off", "--interface", "eth0", "--to", "cdn.example.net"], "eth0@cdn.example.net"),
     ])
     func namespaceTargets(arguments: [String], condition: String) throws {
         let command = try LinkCond.parseAsRoot(arguments)
@@ -46,6 +48,7 @@ struct ArgumentTests {
     @Test("A namespace without an interface, or two namespaces, is refused before anything is sent", arguments: [
         ["activate", "Slow Net", "--pid", "4242"], ["activate", "Slow Net", "--pid", "0", "--interface", "eth0"],
         ["off", "--netns", "a", "--pid", "1", "--interface", "eth0"], ["off", "--netns", "a/b", "--interface", "eth0"],
+        ["activate", "Slow Net", "--to", "api_example.com"], ["activate", "Slow Net", "--device", "phone.lan"],
     ])
     func namespaceRefusals(arguments: [String]) {
         #expect(throws: (any Error).self) { try LinkCond.parseAsRoot(arguments) }

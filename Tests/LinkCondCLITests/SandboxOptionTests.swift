@@ -42,4 +42,18 @@ struct SandboxOptionTests {
         status.sandbox = nil
         #expect(!Format.status(status).contains("sandbox"))
     }
+
+    @Test("status shows the addresses a host name's condition matches, after its first line")
+    func addressesLine() {
+        var status = StatusResponse(
+            id: "eth0@api.example.com:443", isDefault: false, interface: "eth0", peer: "api.example.com:443", ifb: "lc-eth0", active: true,
+            profile: nil, since: "2026-11-25T10:02:11Z", exemptions: ["tcp/22"]
+        )
+        status.addresses = ["203.0.113.5", "2001:db8::5"]
+        #expect(Format.status(status) == """
+            eth0@api.example.com:443: off (since 2026-11-25T10:02:11Z)
+            addresses: 203.0.113.5, 2001:db8::5
+            exempt: tcp/22
+            """)
+    }
 }

@@ -262,7 +262,7 @@ struct MatchConditionTests {
         #expect(kernel.htbClass(ReservedHandles.profileClass, on: "eth0") == nil)
 
         let bad = await router.respond(to: ControlRequest(
-            method: .PUT, uri: APIPath.condition("eth0@bad"), body: Array(#"{"profile": "Nasty Net"}"#.utf8), requester: TestDaemon.root
+            method: .PUT, uri: APIPath.condition("eth0@bad_name"), body: Array(#"{"profile": "Nasty Net"}"#.utf8), requester: TestDaemon.root
         ))
         #expect(bad.status == .badRequest)
     }
