@@ -251,6 +251,89 @@ daemon_lines=$(journal_json | jq -s '[.[] | select(._PID != "1")] | length')
 check_bool "no line keeps its '<N>' prefix" "0 of the daemon's lines" "$prefixed of $daemon_lines" \
     "$([[ $daemon_lines -gt 0 && $prefixed == 0 ]]; echo $?)"
 
+# --- run --isolated under the unit's restrictions, by a member of group linkcond (not root:
+# the client makes the sandbox's namespaces in a user namespace of its own). The host's resolver
+# is a loopback stub, as with systemd-resolved: the sandbox gets the stub's upstream file
+# instead, which names a DNS server on the host (192.0.2.1, on the peer of the shaped veth,
+# answering every name with 192.0.2.77). The command inside resolves a name through it and
+# times a TCP connection to the host: both cross the sandbox's condition (LC Sandbox Test,
+# 40 ms up, 60 ms down).
+log "run --isolated under the unit, as a member of group linkcond"
+cat >"$T/profiles/lc-sandbox-test.yaml" <<'YAML'
+name: LC Sandbox Test
+uplink: { delay: 40ms }
+downlink: { delay: 60ms }
+YAML
+lcd reload >/dev/null
+ip addr add 192.0.2.1/32 dev "$PEER"
+cat >"$T/servers.py" <<'PY'
+import socket, struct, threading
+def dns():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("192.0.2.1", 53))
+    while True:
+        query, peer = s.recvfrom(512)
+        ident, _, qd = struct.unpack("!HHH", query[:6])
+        end = 12
+        while query[end]:
+            end += query[end] + 1
+        question = query[12:end + 5]
+        qtype = struct.unpack("!H", query[end + 1:end + 3])[0]
+        answers = b""
+        if qtype == 1:
+            answers = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton("192.0.2.77")
+        header = struct.pack("!HHHHHH", ident, 0x8180, 1, 1 if answers else 0, 0, 0)
+        s.sendto(header + question + answers, peer)
+def tcp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("192.0.2.1", 8080))
+    s.listen(16)
+    while True:
+        s.accept()[0].close()
+threading.Thread(target=dns, daemon=True).start()
+tcp()
+PY
+timeout 600 python3 "$T/servers.py" &
+servers=$!
+# The host's resolver: a loopback stub, with the upstream file systemd-resolved keeps.
+printf 'nameserver 127.0.0.53\noptions edns0\n' >"$T/stub-resolv.conf"
+mkdir -p /run/systemd/resolve
+printf 'nameserver 192.0.2.1\n' >/run/systemd/resolve/resolv.conf
+mount --bind "$T/stub-resolv.conf" /etc/resolv.conf
+cat >"$T/inside.py" <<'PY'
+import socket, time
+with open("/etc/resolv.conf") as f:
+    servers = [l.split()[1] for l in f if l.startswith("nameserver")]
+t0 = time.monotonic()
+name = sorted({a[4][0] for a in socket.getaddrinfo("api.lc.test", 80, socket.AF_INET)})
+dns_ms = (time.monotonic() - t0) * 1000
+samples = []
+for _ in range(5):
+    t0 = time.monotonic()
+    socket.create_connection(("192.0.2.1", 8080), timeout=5).close()
+    samples.append((time.monotonic() - t0) * 1000)
+print("nameservers=%s name=%s dns_ms=%.1f connect_ms=%.1f" % (",".join(servers), ",".join(name), dns_ms, min(samples)))
+PY
+chmod 644 "$T/inside.py"
+linkcond_gid=$(getent group linkcond | cut -d: -f3)
+run_capture 120 setpriv --reuid=65534 --regid=65534 --groups="$linkcond_gid" \
+    "$BIN/linkcond" run --isolated --profile "LC Sandbox Test" -- python3 "$T/inside.py"
+note "$OUT"
+check_rc "run --isolated as a member, under the unit: the command's status" "$RC" 0 "exit 0"
+inside=$(grep -o 'nameservers=.*' <<<"$OUT" || echo "no line")
+check_equal "the sandbox's resolv.conf: the stub's upstream, not the loopback stub" "nameservers=192.0.2.1" "$(grep -o 'nameservers=[^ ]*' <<<"$inside" || echo none)"
+check_equal "a name resolved inside the sandbox, through the host's DNS server" "name=192.0.2.77" "$(grep -o 'name=[^ ]*' <<<"$inside" || echo none)"
+connect_ms=$(sed -n 's/.*connect_ms=\([0-9.]*\).*/\1/p' <<<"$inside")
+check_range "a TCP connection from the sandbox to the host: the profile's round trip" "${connect_ms:-null}" 99 150 ms "+100 ms (40 up, 60 down)"
+check_equal "after the command: no sandbox device or NAT table left" "" \
+    "$({ ip -o link show | grep -o 'lcsb[0-9]*'; nft list tables 2>/dev/null | grep -o 'linkcond_sandbox_[0-9]*'; } | tr '\n' ' ' | sed 's/ $//' || true)"
+check_equal "the lease ended with it: no sandbox condition listed" "0" "$(lcd status --all --json | jq '[.conditions[] | select(.sandbox)] | length')"
+umount /etc/resolv.conf
+kill "$servers" 2>/dev/null || true
+wait "$servers" 2>/dev/null || true
+ip addr del 192.0.2.1/32 dev "$PEER"
+
 log "final stop"
 run_capture 90 systemctl stop "$SVC" linkcondd.socket
 check_rc "systemctl stop $SVC linkcondd.socket" "$RC" 0 "succeeds"
