@@ -107,6 +107,7 @@ peer_check "another server under LC Test B, IPv6" "${PEER_RTT[$T_C6]}" "${BASE[$
 peer_check "IPv4 with options to the LC Test B server: its class, +25 ms" "$(opt_rtt "$S4B" 7)" "${BASE_OPT4% *}" 25
 peer_check "IPv6 with a destination-options header to the LC Test B server: its class, +25 ms" "$(opt_rtt "$S6B" 7)" "${BASE_OPT6% *}" 25
 
+
 lc activate "LC Test A" >/dev/null
 peer_measure "${ALL_TARGETS[@]}"
 peer_check "with the whole interface on LC Test A: unmatched traffic gets A, IPv4" "${PEER_RTT[$T_B4]}" "${BASE[$T_B4]}" 100
@@ -129,6 +130,51 @@ check_contains "history says the peers' conditions were re-adopted" "$LC_OUT" "r
 peer_measure "$T_C4" "$T_A4"
 peer_check "after the restart: the peer still under LC Test B, IPv4" "${PEER_RTT[$T_C4]}" "${BASE[$T_C4]}" 25
 peer_check "after the restart: the Black Hole port still dead, IPv4" "${PEER_RTT[$T_A4]}" "${BASE[$T_A4]}" none
+
+# The daemon SIGKILLs itself before each single step of adding one more peer's condition to this
+# tree (the whole interface's and four peers' in force), and of switching it; each time it is
+# restarted, and the peer's condition is the old one or the new one, whole, and so is the tree.
+NEW_PEER="$S4:53/udp"
+peer_profile() { list_json | jq -r --arg id "$IF_C@$NEW_PEER" '[.conditions[]? | select(.id == $id) | .profile.name][0] // "off"'; }
+arm_kill() { timeout 30 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $1, \"fault\": \"kill\"}" http://linkcond/v1/debug/fault >/dev/null; }
+declare -A PEER_TREE
+PEER_TREE[off]=$(tree_c)
+for profile in "LC Test B" "Nasty Net"; do
+    lc activate --to "$NEW_PEER" "$profile" >/dev/null
+    PEER_TREE[$profile]=$(tree_c)
+done
+# kill_peer_change FROM TO: SIGKILL before each step of the peer's FROM -> TO, and a restart.
+kill_peer_change() {
+    local from=$1 to=$2 before steps k killed=0 consistent=0 first_bad="" now tree
+    if [[ $from == off ]]; then lc off --to "$NEW_PEER" >/dev/null; else lc activate --to "$NEW_PEER" "$from" >/dev/null; fi
+    before=$(executed_steps)
+    lc activate --to "$NEW_PEER" "$to" >/dev/null
+    steps=$(( $(executed_steps) - before ))
+    for k in $(seq 0 $((steps - 1))); do
+        if [[ $from == off ]]; then lc off --to "$NEW_PEER" >/dev/null; else lc activate --to "$NEW_PEER" "$from" >/dev/null; fi
+        arm_kill "$k"
+        lc activate --to "$NEW_PEER" "$to" >/dev/null 2>&1 || true
+        kill -0 "$DAEMON_PID" 2>/dev/null && continue
+        wait "$DAEMON_PID" 2>/dev/null || true
+        DAEMON_PID=""
+        killed=$((killed + 1))
+        daemon_start --enable-fault-injection
+        now=$(peer_profile)
+        tree=$(tree_c)
+        if [[ ($now == "$from" && $tree == "${PEER_TREE[$from]}") || ($now == "$to" && $tree == "${PEER_TREE[$to]}") ]]; then
+            consistent=$((consistent + 1))
+        else
+            first_bad=${first_bad:-"; first: step $k, status $now, tree $tree"}
+        fi
+    done
+    check_range "one more peer, $from -> $to ($steps steps): SIGKILL before each" "$killed" "$steps" "$steps" "of $steps" "each step"
+    check_range "one more peer, $from -> $to: after each SIGKILL and restart, old or new, whole" "$consistent" "$killed" "$killed" "of $killed" \
+        "all: the peer's condition and the tree both $from's or both $to's" "$first_bad"
+}
+kill_peer_change off "LC Test B"
+kill_peer_change "LC Test B" "Nasty Net"
+lc off --to "$NEW_PEER" >/dev/null
+check_equal "and off: the tree of the four peers and the whole interface" "${PEER_TREE[off]}" "$(tree_c)"
 
 lc off --to "$S4:7/udp" >/dev/null
 peer_measure "$T_A4"
