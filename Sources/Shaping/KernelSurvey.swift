@@ -64,7 +64,7 @@ public struct KernelSurvey: Sendable, Equatable {
         }
         let redirectsToOurIFB = nodes.allSatisfy { filter in
             filter.kind == "u32"
-                && [ReservedHandles.IngressPriority.ipv4, ReservedHandles.IngressPriority.ipv6].contains(filter.priority)
+                && ReservedHandles.IngressPriority.redirects.contains { $0.priority == filter.priority }
                 && ifb != nil && filter.redirectInterfaceIndex == ifb?.index
         }
         return redirectsToOurIFB ? .ours : foreign

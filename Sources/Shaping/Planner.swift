@@ -48,10 +48,9 @@ public struct Planner: Sendable {
                 on: target.ifb, whole: whole.map { ($0.downlink, nil) },
                 matches: matches.map { ($0.slot, $0.match, $0.match.conditions(of: $0.profile, egress: false)) }, peerAs: .source
             ),
-            ingressRedirects: [
-                redirect(.ipv4, priority: ReservedHandles.IngressPriority.ipv4, to: target.ifb),
-                redirect(.ipv6, priority: ReservedHandles.IngressPriority.ipv6, to: target.ifb),
-            ]
+            ingressRedirects: ReservedHandles.IngressPriority.redirects.map {
+                redirect($0.protocolType, priority: $0.priority, to: target.ifb)
+            }
         )
     }
 

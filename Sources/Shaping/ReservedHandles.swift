@@ -62,9 +62,21 @@ public enum ReservedHandles {
     }
 
     /// Filter priorities on the interface's ingress qdisc (redirects to the IFB).
+    ///
+    /// A VLAN-tagged frame arrives with its tag taken off into the packet's metadata, where a
+    /// filter's protocol is the tag's (802.1Q, 802.1ad), not the IP version inside: without their
+    /// own redirects, tagged IPv4 and IPv6 would skip the downlink. On the IFB, flower reads past
+    /// the tag, and the same filters classify tagged and untagged packets.
     public enum IngressPriority {
         public static let ipv4: UInt16 = 1
         public static let ipv6: UInt16 = 2
+        public static let vlan: UInt16 = 3
+        public static let qinq: UInt16 = 4
+
+        /// Each redirect's protocol and priority.
+        public static let redirects: [(protocolType: EthernetProtocol, priority: UInt16)] = [
+            (.ipv4, ipv4), (.ipv6, ipv6), (.vlan, vlan), (.qinq, qinq),
+        ]
     }
 
     /// Every device's ingress qdisc has this handle; ours is told apart by its redirect filters.

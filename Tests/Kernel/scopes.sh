@@ -107,6 +107,39 @@ peer_check "another server under LC Test B, IPv6" "${PEER_RTT[$T_C6]}" "${BASE[$
 peer_check "IPv4 with options to the LC Test B server: its class, +25 ms" "$(opt_rtt "$S4B" 7)" "${BASE_OPT4% *}" 25
 peer_check "IPv6 with a destination-options header to the LC Test B server: its class, +25 ms" "$(opt_rtt "$S6B" 7)" "${BASE_OPT6% *}" 25
 
+# VLAN-tagged frames: an 802.1Q VLAN (id 100) over the shaped link, with addresses of its own at
+# both ends and the tags written into the frames (no VLAN offload on either veth). Peers'
+# conditions on the far end's VLAN addresses take its packets both ways: the uplink's filter on
+# the interface, the downlink's on its IFB after the ingress redirect.
+VLAN_C=vlc$LANE; VLAN_S=vls$LANE
+V4C=10.81.${LANE:-0}.1; V4S=10.81.${LANE:-0}.2; V6C=fd81:${LANE:-0}::1; V6S=fd81:${LANE:-0}::2
+cli ethtool -K "$IF_C" txvlan off rxvlan off >/dev/null 2>&1 || true
+srv ethtool -K "$IF_S" txvlan off rxvlan off >/dev/null 2>&1 || true
+ip -n "$NS_C" link add link "$IF_C" name "$VLAN_C" type vlan id 100
+ip -n "$NS_S" link add link "$IF_S" name "$VLAN_S" type vlan id 100
+ip -n "$NS_C" addr add "$V4C/24" dev "$VLAN_C"
+ip -n "$NS_S" addr add "$V4S/24" dev "$VLAN_S"
+ip -n "$NS_C" addr add "$V6C/64" dev "$VLAN_C" nodad
+ip -n "$NS_S" addr add "$V6S/64" dev "$VLAN_S" nodad
+ip -n "$NS_C" link set "$VLAN_C" up
+ip -n "$NS_S" link set "$VLAN_S" up
+T_V4="udp:$V4S:7"; T_V6="udp:[$V6S]:7"
+vlan_rx() { ip -n "$NS_S" -s -j link show "$VLAN_S" | jq -r '.[0].stats64.rx.packets'; }
+peer_measure "$T_V4" "$T_V6"
+VLAN_BASE4=${PEER_RTT[$T_V4]% *}; VLAN_BASE6=${PEER_RTT[$T_V6]% *}
+check_equal "baseline over the VLAN: 10/10 each" "10 10" "${PEER_RTT[$T_V4]#* } ${PEER_RTT[$T_V6]#* }"
+lc activate --to "$V4S" "LC Test B" >/dev/null
+lc activate --to "$V6S" "LC Test B" >/dev/null
+rx_before=$(vlan_rx)
+peer_measure "$T_V4" "$T_V6"
+rx_after=$(vlan_rx)
+check_range "the echoes went over the VLAN: packets its far end received" "$((rx_after - rx_before))" 20 40 packets "the 20 requests (and neighbour traffic)"
+peer_check "VLAN-tagged frames to a peer under LC Test B: its class both ways, IPv4" "${PEER_RTT[$T_V4]}" "$VLAN_BASE4" 25
+peer_check "VLAN-tagged frames to a peer under LC Test B: its class both ways, IPv6" "${PEER_RTT[$T_V6]}" "$VLAN_BASE6" 25
+lc off --to "$V4S" >/dev/null
+lc off --to "$V6S" >/dev/null
+ip -n "$NS_C" link del "$VLAN_C"
+ip -n "$NS_S" link del "$VLAN_S"
 
 lc activate "LC Test A" >/dev/null
 peer_measure "${ALL_TARGETS[@]}"

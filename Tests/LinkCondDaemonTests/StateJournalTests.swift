@@ -105,9 +105,7 @@ struct StateJournalTests {
 
 @Suite("Recovery checks the whole tree, filters included")
 struct WholeTreeRecoveryTests {
-    @Test("An ingress without one of its redirect filters is rebuilt, not re-adopted", arguments: [
-        ReservedHandles.IngressPriority.ipv4, ReservedHandles.IngressPriority.ipv6,
-    ])
+    @Test("An ingress without one of its redirect filters is rebuilt, not re-adopted", arguments: ReservedHandles.IngressPriority.redirects.map(\.priority))
     func halfFilteredIngress(priority: UInt16) async throws {
         let directory = try TestDaemon.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -280,7 +280,7 @@ struct SurveyTests {
         #expect(!full.isComplete(for: Planner(exemptions: Exemptions(ports: [])).plan(Fixtures.slowNet, on: Fixtures.target)),
                 "a tree built with other exemptions is not the plan's")
 
-        for dropped in [ReservedHandles.IngressPriority.ipv4, ReservedHandles.IngressPriority.ipv6] {
+        for dropped in ReservedHandles.IngressPriority.redirects.map(\.priority) {
             var partial = full
             partial.ingressFilters.removeAll { $0.priority == dropped }
             #expect(!partial.isComplete(for: plan), "an ingress without its prio \(dropped) redirect is incomplete")

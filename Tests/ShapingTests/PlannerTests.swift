@@ -196,10 +196,12 @@ struct PlannerTests {
         #expect((v4 + v6).allSatisfy { $0.priority == ReservedHandles.Priority.exempt && $0.classID == ReservedHandles.exemptClass })
     }
 
-    @Test("Ingress redirects send IPv4 and IPv6, and nothing else, to the IFB")
+    @Test("Ingress redirects send IPv4, IPv6 and VLAN-tagged frames, and nothing else, to the IFB")
     func ingressRedirects() {
         let plan = Fixtures.plan(Fixtures.slowNet)
-        #expect(plan.ingressRedirects.map(\.protocolType) == [.ipv4, .ipv6])
+        #expect(plan.ingressRedirects.map(\.protocolType) == [.ipv4, .ipv6, .vlan, .qinq])
+        #expect(plan.ingressRedirects.map(\.priority) == [1, 2, 3, 4])
+        #expect(EthernetProtocol.vlan.rawValue == 0x8100 && EthernetProtocol.qinq.rawValue == 0x88A8)
         #expect(plan.ingressRedirects.allSatisfy { $0.target == .redirect(device: "lc-eth0") && $0.classifier == .u32([]) })
         #expect(plan.downlink.device == "lc-eth0")
         #expect(plan.uplink.device == "eth0")
