@@ -430,6 +430,57 @@ check_equal "the history has the restart ending the sandbox's condition" "true" 
     "$(timeout 10 curl -sf --unix-socket "$SOCK" 'http://linkcond/v1/history?limit=5' | jq -r '[.entries[] | select((.condition // "") | startswith("pid/")) | "\(.to) \(.reason)"] | any(. == "off startup")')"
 kill -KILL "$RUN_PID" 2>/dev/null; wait "$RUN_PID" 2>/dev/null || true
 pkill -KILL -f "sleep 172" || true
+
+# The daemon SIGKILLs itself before chosen steps of a sandbox's build (the sandbox's tree, built
+# inside it once its veth and NAT are in place): each time the run client ends by itself rather
+# than hang, and the restarted daemon leaves nothing of the sandbox.
+run_isolated_in_background() {
+    ip netns exec "$NS_C" "$BIN/linkcond" --socket "$SOCK" run --isolated --profile "LC Test A" -- sleep "$1" >/dev/null 2>&1 &
+    RUN_PID=$!
+}
+before=$(executed_steps)
+run_isolated_in_background 173
+wait_listed 1 || true
+sandbox_steps=$(( $(executed_steps) - before ))
+kill -KILL "$RUN_PID"; wait "$RUN_PID" 2>/dev/null || true
+pkill -KILL -f "sleep 173" || true
+wait_no_leftovers || true
+killed=0 clean=0 returned=0 first_bad=""
+ks=$(printf '%s\n' 0 1 5 15 30 $((sandbox_steps - 1)) | awk -v n="$sandbox_steps" '$1 < n && !seen[$1]++' | tr '\n' ' ' | sed 's/ $//')
+for k in $ks; do
+    arm_kill "$k"
+    run_isolated_in_background 174
+    for _ in $(seq 600); do kill -0 "$DAEMON_PID" 2>/dev/null || break; snooze 0.1; done
+    if kill -0 "$DAEMON_PID" 2>/dev/null; then
+        first_bad=${first_bad:-"; first: step $k never reached"}
+        kill -KILL "$RUN_PID" 2>/dev/null; wait "$RUN_PID" 2>/dev/null || true
+        continue
+    fi
+    wait "$DAEMON_PID" 2>/dev/null || true
+    DAEMON_PID=""
+    killed=$((killed + 1))
+    for _ in $(seq 300); do kill -0 "$RUN_PID" 2>/dev/null || break; snooze 0.1; done
+    if kill -0 "$RUN_PID" 2>/dev/null; then
+        first_bad=${first_bad:-"; first: step $k, the run client still waiting after 30 s"}
+        kill -KILL "$RUN_PID" 2>/dev/null
+    else
+        returned=$((returned + 1))
+    fi
+    wait "$RUN_PID" 2>/dev/null || true
+    pkill -KILL -f "sleep 174" || true
+    daemon_start --enable-fault-injection
+    wait_no_leftovers || true
+    if [[ -z $(sandbox_leftovers) && $(conditions_now) == "$IF_C=off" ]]; then
+        clean=$((clean + 1))
+    else
+        first_bad=${first_bad:-"; first: step $k, left $(sandbox_leftovers), conditions $(conditions_now)"}
+    fi
+done
+n=$(wc -w <<<"$ks")
+check_range "a sandbox's build ($sandbox_steps steps): SIGKILL before steps $ks" "$killed" "$n" "$n" "of $n" "each" "$first_bad"
+check_range "after each: the run client ended by itself within 30 s" "$returned" "$killed" "$killed" "of $killed" "all" "$first_bad"
+check_range "after each restart: nothing of the sandbox left, only the default condition" "$clean" "$killed" "$killed" "of $killed" "all" "$first_bad"
+check_equal "and IPv4 forwarding on $IF_C as it was" "$FORWARDING_BEFORE" "$(forwarding_now)"
 daemon_stop TERM
 
 log "29c. lane $LANE: sandbox requests from a group member: someone else's process, a namespace in use, a flood"
