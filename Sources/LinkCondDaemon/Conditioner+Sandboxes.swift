@@ -29,7 +29,8 @@ extension Conditioner {
             throw SandboxError(code: .notYours, message: "process \(pid) exited while its sandbox was being made")
         }
         try sandboxes.checkFresh(namespaceAt: path, identity: identity)
-        let condition = try absentCondition(id, checkingInterface: false)
+        // The namespace read while the process was pinned, not read again.
+        let condition = try absentCondition(id, identity: identity, checkingInterface: false)
         let taken = Set(conditions.values.compactMap { $0.sandbox?.index })
         guard let index = (0...SandboxAddressing.maximumIndex).first(where: { !taken.contains($0) }) else {
             throw SandboxError(code: .exhausted, message: "all \(Int(SandboxAddressing.maximumIndex) + 1) sandboxes are in use")

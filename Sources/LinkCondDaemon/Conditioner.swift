@@ -96,7 +96,7 @@ public actor Conditioner {
     /// condition matches for as long as it lasts (an existing one keeps its own).
     public func activate(
         _ choice: ProfileChoice, on id: ConditionID? = nil, by requester: Requester, for duration: LeaseDuration? = nil,
-        force: Bool = false, replacingForeign: Bool = false, hostAddresses: [[UInt8]]? = nil
+        force: Bool = false, replacingForeign: Bool = false, hostAddresses: [[UInt8]] = []
     ) throws -> StatusResponse {
         try checkRunning()
         let entry = try resolve(choice)
@@ -156,7 +156,7 @@ public actor Conditioner {
     /// is joined to the host first; the sandbox ends with the lease.
     public func hold(
         _ choice: ProfileChoice, on id: ConditionID? = nil, by requester: Requester, maximum: LeaseDuration?, force: Bool = false,
-        replacingForeign: Bool = false, sandbox: Bool = false, hostAddresses: [[UInt8]]? = nil,
+        replacingForeign: Bool = false, sandbox: Bool = false, hostAddresses: [[UInt8]] = [],
         onEnd: @escaping @Sendable (LeaseEvent) -> Void
     ) throws -> (lease: LeaseTicket, status: StatusResponse) {
         try checkRunning()
@@ -370,7 +370,7 @@ public actor Conditioner {
 
     /// The condition `id` names (the default one for `nil`), made when it does not exist yet and
     /// its interface does. Made for a peer named by a host name, it needs the name's addresses.
-    private func condition(_ id: ConditionID?, hostAddresses: [[UInt8]]? = nil) throws -> Condition {
+    private func condition(_ id: ConditionID?, hostAddresses: [[UInt8]] = []) throws -> Condition {
         let id = resolved(id)
         if let existing = conditions[id] { return existing }
         guard conditions.count < Self.maximumConditions else {
@@ -410,11 +410,14 @@ public actor Conditioner {
         }
     }
 
-    /// A condition not (yet) held, off, on an interface that exists, in a namespace that does.
-    func absentCondition(_ id: ConditionID, checkingInterface: Bool = true, hostAddresses: [[UInt8]]? = nil) throws -> Condition {
+    /// A condition not (yet) held, off, on an interface that exists, in a namespace that does:
+    /// `identity`, when the caller has read it already, else the one its path names now.
+    func absentCondition(
+        _ id: ConditionID, identity known: NamespaceIdentity? = nil, checkingInterface: Bool = true, hostAddresses: [[UInt8]] = []
+    ) throws -> Condition {
         var identity: NamespaceIdentity?
         if let namespace = id.namespace {
-            identity = try self.identity(of: namespace)
+            identity = try known ?? self.identity(of: namespace)
             if identity == (try? namespaces?.identity(at: Self.ownNamespacePath)) {
                 throw AliasedConditionError(requested: id, existing: ConditionID(interface: id.interface))
             }
@@ -424,7 +427,7 @@ public actor Conditioner {
                 throw AliasedConditionError(requested: id, existing: twin.id)
             }
         }
-        let condition = makeCondition(id, identity: identity, hostAddresses: hostAddresses ?? [])
+        let condition = makeCondition(id, identity: identity, hostAddresses: hostAddresses)
         if case .match(_, let match) = condition.slot,
            let twin = conditions.values.first(where: { other in
                guard other.convergence === condition.convergence, case .match(_, let held) = other.slot else { return false }

@@ -22,7 +22,7 @@ struct ControlReply: Sendable {
 enum Route: Sendable {
     case reply(ControlReply)
     /// With the addresses a host name in the id resolved to, when the condition is new.
-    case hold(ConditionID?, ProfileChoice, LeaseRequest, maximum: LeaseDuration?, hostAddresses: [[UInt8]]?)
+    case hold(ConditionID?, ProfileChoice, LeaseRequest, maximum: LeaseDuration?, hostAddresses: [[UInt8]])
 }
 
 /// Carries out parsed requests against the conditioner and turns results and errors into
@@ -102,10 +102,10 @@ struct ControlRouter: Sendable {
         }
     }
 
-    /// What the host name a new condition's peer is named by resolves to now; `nil` when the id
-    /// names none, or the condition is held already (it keeps the addresses it was made with).
-    private func hostAddresses(for id: ConditionID?) async throws(HostNameError) -> [[UInt8]]? {
-        guard let name = id?.peer?.hostName, await !conditioner.holds(id) else { return nil }
+    /// What the host name a new condition's peer is named by resolves to now; none when the id
+    /// names no host, or the condition is held already (it keeps the addresses it was made with).
+    private func hostAddresses(for id: ConditionID?) async throws(HostNameError) -> [[UInt8]] {
+        guard let name = id?.peer?.hostName, await !conditioner.holds(id) else { return [] }
         return try await hostNames.addresses(of: name)
     }
 

@@ -211,7 +211,7 @@ package struct ControlServer: Sendable {
     /// `POST /v1/leases`: answers with one JSON line when the lease is in force, keeps the
     /// response open while the client keeps the connection, and ends the lease when it closes.
     private func hold(
-        _ id: ConditionID?, _ choice: ProfileChoice, _ lease: LeaseRequest, maximum: LeaseDuration?, hostAddresses: [[UInt8]]?,
+        _ id: ConditionID?, _ choice: ProfileChoice, _ lease: LeaseRequest, maximum: LeaseDuration?, hostAddresses: [[UInt8]],
         head: HTTPRequestHead, requester: Requester, channel: any Channel,
         parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
