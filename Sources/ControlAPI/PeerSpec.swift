@@ -141,8 +141,7 @@ public struct PeerSpec: Hashable, Sendable, CustomStringConvertible {
     /// or `::1`), which no interface but `lo` carries.
     public var isLoopback: Bool {
         guard let address, !isDevice else { return false }
-        if address.count == 4 { return address[0] == 127 && prefixLength >= 8 }
-        return prefixLength == 128 && address == [UInt8](repeating: 0, count: 15) + [1]
+        return isLoopbackAddress(address) && prefixLength >= (address.count == 4 ? 8 : 128)
     }
 
     /// Whether this names a server's port, so that on `lo` the port tells the two ways apart:

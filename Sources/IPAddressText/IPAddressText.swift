@@ -13,6 +13,11 @@ public func parseIPAddress(_ text: String) -> [UInt8]? {
     return nil
 }
 
+/// Whether a 4- or 16-byte address is this machine's own loopback: within `127.0.0.0/8`, or `::1`.
+public func isLoopbackAddress(_ bytes: [UInt8]) -> Bool {
+    bytes.count == 4 ? bytes[0] == 127 : bytes == [UInt8](repeating: 0, count: 15) + [1]
+}
+
 /// The canonical text of a 4- or 16-byte address.
 public func formatIPAddress(_ bytes: [UInt8]) -> String {
     let family = bytes.count == 4 ? AF_INET : AF_INET6

@@ -62,14 +62,10 @@ struct HostNameResolver: Sendable {
         guard distinct.count <= maximumAddresses else {
             throw HostNameError(name: name, code: .tooManyAddresses, detail: "it has \(distinct.count) addresses, more than the \(maximumAddresses) a condition takes; name its network instead (--to 203.0.113.0/24)")
         }
-        if let loopback = distinct.first(where: isLoopback) {
+        if let loopback = distinct.first(where: isLoopbackAddress) {
             throw HostNameError(name: name, code: .loopback, detail: "it is this machine's own (\(formatIPAddress(loopback))); a local server's port is named by its address, --to 127.0.0.1:8080 or --to [::1]:8080")
         }
         return distinct
-    }
-
-    static func isLoopback(_ address: [UInt8]) -> Bool {
-        address.count == 4 ? address[0] == 127 : address == [UInt8](repeating: 0, count: 15) + [1]
     }
 
     /// glibc's `EAI_NODATA` (the name exists, without an address), which it declares only under

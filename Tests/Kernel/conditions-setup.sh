@@ -82,4 +82,6 @@ check_added() {
 list_json() { timeout 30 "$BIN/linkcond" --socket "$SOCK" status --all --json 2>/dev/null || echo '{}'; }
 conditions_now() { list_json | jq -r '[.conditions[]? | "\(.id)=\(.profile.name // "off")"] | join(" ")'; }
 executed_steps() { timeout 10 curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r '.executedSteps // "null"'; }
+# arm_kill STEP: the daemon SIGKILLs itself before its netlink step STEP from now (0: the next).
+arm_kill() { timeout 30 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $1, \"fault\": \"kill\"}" http://linkcond/v1/debug/fault >/dev/null; }
 

@@ -182,7 +182,7 @@ steps_k=$(lc off --pid "$CONTAINER_PID" --interface "$IF_K" >/dev/null; before=$
 killed=0 consistent=0 first_bad=""
 for k in 0 1 2 10 20 30 40 $((steps_k - 1)); do
     lc off --pid "$CONTAINER_PID" --interface "$IF_K" >/dev/null
-    timeout 30 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $k, \"fault\": \"kill\"}" http://linkcond/v1/debug/fault >/dev/null
+    arm_kill "$k"
     timeout 30 curl -s --unix-socket "$SOCK" -X PUT -d '{"profile": "LC Test B"}' "http://linkcond/v1/conditions/$ID_K" >/dev/null 2>&1 || true
     kill -0 "$DAEMON_PID" 2>/dev/null && continue
     wait "$DAEMON_PID" 2>/dev/null || true

@@ -95,3 +95,16 @@ enum TestDaemon {
         var description: String { "the kernel holds a tree that matches no profile:\n\(state)" }
     }
 }
+
+extension FakeKernel {
+    /// Whether every step since the `mark`-th only changed objects in place: a tree re-adopted,
+    /// not rebuilt.
+    func changedInPlace(since mark: Int) -> Bool {
+        executed[mark...].allSatisfy { step in
+            switch step {
+            case .changeClass, .changeQdisc, .replaceFilter: true
+            default: false
+            }
+        }
+    }
+}
