@@ -56,6 +56,15 @@ def generate(count, rng):
     cases.append(case("unauthorized off --all", request("DELETE", "/v1/conditions?force=1")))
     cases.append(case("unauthorized release on lo", request("DELETE", "/v1/conditions/lo/lease")))
     cases.append(case("unauthorized lease on lo", request("POST", "/v1/leases", body='{"profile": "Black Hole", "interface": "lo"}')))
+    # Peers by host name: refused before any lookup; a read of one looks nothing up either.
+    cases.append(case("unauthorized activate on a host name",
+                      request("PUT", "/v1/conditions/lo%40api.example.com%3A443", body='{"profile": "Black Hole"}')))
+    cases.append(case("unauthorized lease on a host name",
+                      request("POST", "/v1/leases", body='{"profile": "Black Hole", "condition": "@api.example.com:443"}')))
+    cases.append(case("unauthorized off on a host name", request("DELETE", "/v1/conditions/%40api.example.com")))
+    cases.append(case("read of a host name's condition", request("GET", "/v1/conditions/%40localhost%3A80"), expect="any"))
+    cases.append(case("host name too long", request("PUT", "/v1/conditions/%40" + "a" * 161, body='{"profile": "Black Hole"}')))
+    cases.append(case("host name with a bad label", request("PUT", "/v1/conditions/%40-x.example", body='{"profile": "Black Hole"}')))
     # Sandboxes: of pid 1's namespace (the host's), of a made-up pid, of a container-like id.
     for body in ['{"profile": "Black Hole", "condition": "pid/1/eth0", "sandbox": true}',
                  '{"profile": "Black Hole", "condition": "pid/4194304/eth0", "sandbox": true}',

@@ -169,20 +169,22 @@ peer_check "after the restart: the Black Hole port still dead, IPv4" "${PEER_RTT
 # restarted, and the peer's condition is the old one or the new one, whole, and so is the tree.
 NEW_PEER="$S4:53/udp"
 peer_profile() { list_json | jq -r --arg id "$IF_C@$NEW_PEER" '[.conditions[]? | select(.id == $id) | .profile.name][0] // "off"'; }
-arm_kill() { timeout 30 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $1, \"fault\": \"kill\"}" http://linkcond/v1/debug/fault >/dev/null; }
 declare -A PEER_TREE
 PEER_TREE[off]=$(tree_c)
 for profile in "LC Test B" "Nasty Net"; do
     lc activate --to "$NEW_PEER" "$profile" >/dev/null
     PEER_TREE[$profile]=$(tree_c)
 done
-# kill_peer_change FROM TO: SIGKILL before each step of the peer's FROM -> TO, and a restart.
+# kill_peer_change FROM TO STEPS: SIGKILL before each step of the peer's FROM -> TO, which takes
+# STEPS (a class, a leaf and a filter each way for a build; the two leaves for a switch), and a
+# restart each time.
 kill_peer_change() {
-    local from=$1 to=$2 before steps k killed=0 consistent=0 first_bad="" now tree
+    local from=$1 to=$2 expected=$3 before steps k killed=0 consistent=0 first_bad="" now tree
     if [[ $from == off ]]; then lc off --to "$NEW_PEER" >/dev/null; else lc activate --to "$NEW_PEER" "$from" >/dev/null; fi
     before=$(executed_steps)
     lc activate --to "$NEW_PEER" "$to" >/dev/null
     steps=$(( $(executed_steps) - before ))
+    check_equal "one more peer, $from -> $to: netlink steps (counted by the daemon)" "$expected" "$steps"
     for k in $(seq 0 $((steps - 1))); do
         if [[ $from == off ]]; then lc off --to "$NEW_PEER" >/dev/null; else lc activate --to "$NEW_PEER" "$from" >/dev/null; fi
         arm_kill "$k"
@@ -204,8 +206,8 @@ kill_peer_change() {
     check_range "one more peer, $from -> $to: after each SIGKILL and restart, old or new, whole" "$consistent" "$killed" "$killed" "of $killed" \
         "all: the peer's condition and the tree both $from's or both $to's" "$first_bad"
 }
-kill_peer_change off "LC Test B"
-kill_peer_change "LC Test B" "Nasty Net"
+kill_peer_change off "LC Test B" 6
+kill_peer_change "LC Test B" "Nasty Net" 2
 lc off --to "$NEW_PEER" >/dev/null
 check_equal "and off: the tree of the four peers and the whole interface" "${PEER_TREE[off]}" "$(tree_c)"
 
@@ -442,6 +444,7 @@ before=$(executed_steps)
 run_isolated_in_background 173
 wait_listed 1 || true
 sandbox_steps=$(( $(executed_steps) - before ))
+check_equal "a sandbox's build: netlink steps (counted by the daemon), as a whole interface's" 48 "$sandbox_steps"
 kill -KILL "$RUN_PID"; wait "$RUN_PID" 2>/dev/null || true
 pkill -KILL -f "sleep 173" || true
 wait_no_leftovers || true
