@@ -94,7 +94,7 @@ let package = Package(
         .executableTarget(
             name: "linkcond-bench",
             dependencies: [
-                "ControlAPI", "ControlClient", "LinkCondDaemon", "Netlink", "Profiles", "Shaping", "ShapingTestSupport",
+                "ControlAPI", "ControlClient", "LinkCondDaemon", "Netlink", "Profiles", "Sandboxes", "Shaping", "ShapingTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -131,10 +131,14 @@ public struct SandboxDocument: Codable, Sendable, Equatable {
     public var gateway: String
     /// The host's end as a device in the daemon's namespace (`lcsb0`).
     public var hostInterface: String
+    /// What stands in the sandbox's way on this host, as found when it was made: a firewall
+    /// chain that drops forwarded packets, with the commands that let sandboxes through.
+    public var warnings: [String]?
 
-    public init(address: String, gateway: String, hostInterface: String) {
+    public init(address: String, gateway: String, hostInterface: String, warnings: [String]? = nil) {
         self.address = address
         self.gateway = gateway
         self.hostInterface = hostInterface
+        self.warnings = warnings
     }
 }

@@ -32,6 +32,8 @@ final class Condition {
     var leaseRuntime: LeaseRuntime?
     /// For the condition of a `run --isolated` sandbox: the sandbox, which ends with it.
     var sandbox: SandboxAddressing?
+    /// What the sandbox's user is told of the host when it is made (a firewall that drops its traffic).
+    var sandboxWarnings: [String] = []
 
     init(
         id: ConditionID, namespaceIdentity: NamespaceIdentity? = nil, convergence: KernelConvergence, slot: ConditionSlot = .whole,

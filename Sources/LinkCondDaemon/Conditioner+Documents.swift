@@ -51,7 +51,10 @@ extension Conditioner {
             status.kernel = condition.convergence.kernelObjects()
         }
         status.sandbox = condition.sandbox.map {
-            SandboxDocument(address: $0.sandboxAddressText, gateway: $0.hostAddressText, hostInterface: $0.hostInterface)
+            SandboxDocument(
+                address: $0.sandboxAddressText, gateway: $0.hostAddressText, hostInterface: $0.hostInterface,
+                warnings: condition.sandboxWarnings.isEmpty ? nil : condition.sandboxWarnings
+            )
         }
         return status
     }

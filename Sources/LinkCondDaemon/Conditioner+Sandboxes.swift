@@ -46,6 +46,10 @@ extension Conditioner {
             throw error
         }
         logger.notice("sandbox \(index) for \(requester): \(path) joined to the host as \(sandbox.sandboxAddressText) via \(sandbox.hostInterface) (\(sandbox.hostAddressText))")
+        condition.sandboxWarnings = sandboxes.forwardDropChains().map(\.warning)
+        for warning in condition.sandboxWarnings {
+            logger.warning("sandbox \(index): \(warning)")
+        }
         return condition
     }
 

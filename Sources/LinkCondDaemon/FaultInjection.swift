@@ -29,8 +29,22 @@ public final class FaultSwitch: Sendable {
         armed.withLock { $0 = step.flatMap { $0 >= 0 ? ($0, fault) : nil } }
     }
 
+    /// For the step about to run, counted: SIGKILLs the daemon there when armed to, and
+    /// otherwise says whether the step is to fail.
+    func failsNextStep() -> Bool {
+        switch faultForNextStep() {
+        case .kill:
+            kill(getpid(), SIGKILL)
+            return true
+        case .fail:
+            return true
+        case nil:
+            return false
+        }
+    }
+
     /// The fault to inject at the step about to run, if any; counts the step otherwise.
-    func faultForNextStep() -> Fault? {
+    private func faultForNextStep() -> Fault? {
         steps.withLock { $0 += 1 }
         return armed.withLock { armed in
             guard let current = armed else { return nil }
@@ -55,16 +69,11 @@ final class FaultInjectingKernel: TrafficControlKernel {
     }
 
     func execute(_ step: TrafficStep) throws(NetlinkError) {
-        switch faults.faultForNextStep() {
-        case .kill:
-            kill(getpid(), SIGKILL)
-        case .fail:
+        if faults.failsNextStep() {
             throw NetlinkError(
                 code: .invalid, operation: "\(step)", errno: EINVAL, reason: "Invalid argument",
                 kernelMessage: "fault injected by linkcondd's test hook"
             )
-        case nil:
-            break
         }
         try wrapped.execute(step)
     }

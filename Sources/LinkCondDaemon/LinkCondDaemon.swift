@@ -63,8 +63,10 @@ public struct LinkCondDaemon: Service {
         if authorizer.groupID == nil {
             logger.notice("group '\(configuration.groupName)' does not exist: only root may change the condition")
         }
-        if faults != nil {
+        if let faults {
             logger.warning("fault injection is enabled: PUT \(APIPath.faultInjection) makes a chosen netlink step fail")
+            // A sandbox's veth, addresses, route, forwarding and NAT count as steps too.
+            sandboxes?.stepFault = { _ in faults.failsNextStep() }
         }
 
         self.configuration = configuration

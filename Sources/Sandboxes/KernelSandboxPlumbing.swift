@@ -15,6 +15,7 @@ public final class KernelSandboxPlumbing: SandboxPlumbing {
     private let uplinks: @Sendable () -> [String]
     private let ledger: String?
     private var inMemoryLedger: [String] = []
+    public var stepFault: (@Sendable (_ step: String) -> Bool)?
 
     /// `uplinks` are read at each plumbing: the default route may move.
     public init(uplinks: @escaping @Sendable () -> [String], ledger: String?) {
@@ -63,10 +64,13 @@ public final class KernelSandboxPlumbing: SandboxPlumbing {
             _ = tearDown(sandbox)
             throw SandboxError(code: .plumbingFailed, message: "cannot join sandbox \(sandbox.index) to the host: \(error)")
         }
-        do {
+        do throws(SandboxError) {
             let nft = try NFTables()
             // A table left by a daemon killed halfway would otherwise get the rule twice.
-            try? nft.run(sandbox.natRemoval)
+            _ = try? nft.run(sandbox.natRemoval)
+            if stepFault?("add table ip \(sandbox.natTable)") == true {
+                throw SandboxError(code: .natFailed, message: "nftables refused 'add table ip \(sandbox.natTable)': fault injected by linkcondd's test hook")
+            }
             try nft.run(sandbox.natRuleset)
         } catch {
             _ = tearDown(sandbox)
@@ -74,23 +78,51 @@ public final class KernelSandboxPlumbing: SandboxPlumbing {
         }
     }
 
+    /// Each kernel step of joining the sandbox, in order, each through `gate` first.
     private func plumbDevices(_ sandbox: SandboxAddressing, namespaceAt path: String, identity: NamespaceIdentity) throws(NetlinkError) {
         let host = try NetlinkSocket()
         let file = try NetworkNamespaceFile(path: path, expected: identity)
         let inside = try NetlinkSocket(in: file)
         let peer = SandboxAddressing.sandboxInterface
-        try host.addVethPair(named: sandbox.hostInterface, peer: peer, peerNamespace: file)
-        try host.addIPv4Address(sandbox.hostAddress, prefixLength: SandboxAddressing.prefixLength, to: sandbox.hostInterface)
-        try host.setIPv4Forwarding(true, on: sandbox.hostInterface)
-        try host.setUp(sandbox.hostInterface)
+        let hostEnd = sandbox.hostInterface
+        try gate("add veth \(hostEnd) with \(peer) in \(path)")
+        try host.addVethPair(named: hostEnd, peer: peer, peerNamespace: file)
+        try gate("add \(sandbox.hostAddressText) to \(hostEnd)")
+        try host.addIPv4Address(sandbox.hostAddress, prefixLength: SandboxAddressing.prefixLength, to: hostEnd)
+        try gate("turn IPv4 forwarding on for \(hostEnd)")
+        try host.setIPv4Forwarding(true, on: hostEnd)
+        try gate("set \(hostEnd) up")
+        try host.setUp(hostEnd)
+        try gate("set lo up in \(path)")
         try inside.setUp("lo")
+        try gate("add \(sandbox.sandboxAddressText) to \(peer) in \(path)")
         try inside.addIPv4Address(sandbox.sandboxAddress, prefixLength: SandboxAddressing.prefixLength, to: peer)
+        try gate("set \(peer) up in \(path)")
         try inside.setUp(peer)
+        try gate("add the default route via \(sandbox.hostAddressText) in \(path)")
         try inside.addIPv4DefaultRoute(via: sandbox.hostAddress, on: peer)
         for uplink in uplinks() where try host.link(named: uplink) != nil {
             guard try !host.ipv4Forwarding(on: uplink) else { continue }
+            // Recorded before it is turned on: a daemon killed in between still turns it off.
             try remember(uplink)
+            try gate("turn IPv4 forwarding on for \(uplink)")
             try host.setIPv4Forwarding(true, on: uplink)
+        }
+    }
+
+    /// Fails the step about to run when the test hook says so.
+    private func gate(_ step: String) throws(NetlinkError) {
+        guard stepFault?(step) == true else { return }
+        throw NetlinkError(
+            code: .invalid, operation: step, errno: EINVAL, reason: "Invalid argument",
+            kernelMessage: "fault injected by linkcondd's test hook"
+        )
+    }
+
+    public func forwardDropChains() -> [ForwardDropChain] {
+        guard let nft = try? NFTables(), let chains = try? nft.run("list chains\n") else { return [] }
+        return ForwardDropChain.find(inChains: chains) { family, table in
+            (try? nft.run("list table \(family) \(table)\n")) ?? ""
         }
     }
 

@@ -18,9 +18,13 @@ public final class NFTables {
         nft_ctx_free(context)
     }
 
-    /// Runs `commands` as one transaction: all of them take effect, or none.
-    public func run(_ commands: String) throws(SandboxError) {
-        guard nft_run_cmd_from_buffer(context, commands) != 0 else { return }
+    /// Runs `commands` as one transaction: all of them take effect, or none. Returns what nft
+    /// printed (a `list` command's ruleset).
+    @discardableResult
+    public func run(_ commands: String) throws(SandboxError) -> String {
+        guard nft_run_cmd_from_buffer(context, commands) != 0 else {
+            return nft_ctx_get_output_buffer(context).map { String(cString: $0) } ?? ""
+        }
         let reason = nft_ctx_get_error_buffer(context).map { String(cString: $0) } ?? ""
         throw SandboxError(
             code: .natFailed,

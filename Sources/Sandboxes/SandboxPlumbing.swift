@@ -15,6 +15,12 @@ public protocol SandboxPlumbing: AnyObject {
     /// Removes what `plumb` made on the host (the pair goes from the sandbox with it); what was
     /// already gone is no problem. Returns what could not be removed.
     func tearDown(_ sandbox: SandboxAddressing) -> [String]
+    /// Chains of the host's firewall that drop what a sandbox sends (its user is warned); empty
+    /// when none is found or the ruleset cannot be read.
+    func forwardDropChains() -> [ForwardDropChain]
+    /// A test hook (fault injection): asked before each kernel step of `plumb` with what the
+    /// step does; `true` fails the step as the kernel's refusal would.
+    var stepFault: (@Sendable (_ step: String) -> Bool)? { get set }
     /// No sandbox is left: IPv4 forwarding goes back off where linkcond turned it on.
     /// Returns what could not be restored.
     func restoreForwarding() -> [String]

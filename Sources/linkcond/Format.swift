@@ -5,7 +5,10 @@ import ControlClient
 enum Format {
     static func status(_ status: StatusResponse) -> String {
         let exempt = status.exemptions.isEmpty ? "nothing" : status.exemptions.joined(separator: ", ")
-        let sandbox = status.sandbox.map { "sandbox: \($0.address) via \($0.hostInterface) (\($0.gateway)), NAT through the host" }
+        let sandbox = status.sandbox.map { sandbox in
+            (["sandbox: \(sandbox.address) via \(sandbox.hostInterface) (\(sandbox.gateway)), NAT through the host"]
+                + (sandbox.warnings ?? []).map { "warning: \($0)" }).joined(separator: "\n")
+        }
         let addresses = status.addresses.map { "addresses: " + $0.joined(separator: ", ") }
         guard let profile = status.profile else {
             return ["\(status.id): off (since \(status.since))", addresses, sandbox, "exempt: \(exempt)"].compactMap { $0 }.joined(separator: "\n")

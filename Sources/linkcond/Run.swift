@@ -82,6 +82,9 @@ struct Run: AsyncParsableCommand {
                 }
                 let address = status.sandbox.map { " (\($0.address) via \($0.hostInterface))" } ?? ""
                 warn("\(status.profile?.name ?? "the condition") in a sandbox of its own\(address) while \(arguments[0]) runs")
+                for warning in status.sandbox?.warnings ?? [] {
+                    warn("warning: \(warning)")
+                }
                 return try await sandbox.run(arguments[0])
             }
         } catch let error as ControlClientError {

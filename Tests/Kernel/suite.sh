@@ -373,7 +373,7 @@ check_bool "Black Hole ARP after neigh flush" "TCP/22 over IPv4 connects" "echo 
 # lease ending on time, a condition coming back when `run` ends) get the CPU when they want
 # it and the lanes take what is left. Their checks join the summary at the end. Three lanes of
 # about equal work, so that once the sections below are done both CPUs stay busy until the end.
-# (Lanes 3 and 5 are Tests/Kernel/conditions.sh's and scopes.sh's.)
+# (Lanes 3, 5 and 6 are Tests/Kernel/conditions.sh's, scopes.sh's and sandboxes.sh's.)
 log "11, 12. SIGKILL at every step and at random, and a failure at every step: in three lanes alongside"
 CRASH_LANES=(1 2 4)
 declare -A CRASH_PARTS=([1]="build" [2]="switch teardown random" [4]="faults") LANE_PIDS=()
@@ -859,18 +859,19 @@ merge_lane() {
 }
 
 # ------------------------------------------------------------------ 21-30
-# Conditions on several targets at once, in two lanes with topologies of their own, side by side:
-# interfaces and namespaces (lane 3, sections 21-26), and peers, devices behind a gateway,
-# sandboxes and loopback (lane 5, sections 27-30). They run after the timed checks above and at
-# normal priority, since they measure round trips; the crash lanes may still run.
-log "21-30. conditions on several targets (Tests/Kernel/conditions.sh in lane 3, scopes.sh in lane 5, side by side)"
-declare -A CONDITION_LANES=([3]=conditions.sh [5]=scopes.sh)
+# Conditions on several targets at once, in three lanes with topologies of their own, side by
+# side: interfaces and namespaces (lane 3, sections 21-26), peers, devices behind a gateway and
+# loopback (lane 5, sections 27, 28 and 30), and sandboxes (lane 6, section 29). They run after
+# the timed checks above and at normal priority, since they measure round trips; the crash lanes
+# may still run.
+log "21-30. conditions on several targets (Tests/Kernel/conditions.sh in lane 3, scopes.sh in lane 5, sandboxes.sh in lane 6, side by side)"
+declare -A CONDITION_LANES=([3]=conditions.sh [5]=scopes.sh [6]=sandboxes.sh)
 for lane in "${!CONDITION_LANES[@]}"; do
     LC_LANE=$lane LINKCOND_BIN=$BIN LINKCOND_PROFILES=$SHIPPED_PROFILES \
         "$KDIR/${CONDITION_LANES[$lane]}" >"$WORK/lane$lane.log" 2>&1 &
     LANE_PIDS[$lane]=$!
 done
-for lane in 3 5; do
+for lane in 3 5 6; do
     lane_rc=0
     wait "${LANE_PIDS[$lane]}" || lane_rc=$?
     merge_lane "$lane" "${CONDITION_LANES[$lane]}" "$lane_rc"

@@ -60,6 +60,13 @@ struct SandboxConditionTests {
             log.withLock { $0.append("restore forwarding") }
             return []
         }
+
+        /// What `forwardDropChains` finds: a test sets a firewall in the sandbox's way.
+        let dropChains = Mutex<[ForwardDropChain]>([])
+
+        func forwardDropChains() -> [ForwardDropChain] { dropChains.withLock { $0 } }
+
+        nonisolated(unsafe) var stepFault: (@Sendable (String) -> Bool)?
     }
 
     static func setUp(owner: UInt32 = 0, failing: Bool = false, stateDirectory: String? = nil) -> (Conditioner, FakePlumbing, FakeNamespaces) {
@@ -84,6 +91,22 @@ struct SandboxConditionTests {
         _ = await conditioner.release(held.lease)
         #expect(plumbing.calls.suffix(2) == ["tear down 0", "restore forwarding"])
         #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+    }
+
+    @Test("A firewall that drops forwarded packets is named in the sandbox's status with how to let it through; none, no warning")
+    func firewallWarning() async throws {
+        let (conditioner, plumbing, namespaces) = Self.setUp()
+        let docker = ForwardDropChain(family: "ip", table: "filter", chain: "FORWARD", hasDockerUserChain: true)
+        plumbing.dropChains.withLock { $0 = [docker] }
+        let held = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.root, maximum: nil, sandbox: true, onEnd: { _ in })
+        #expect(held.status.sandbox?.warnings == [docker.warning])
+        #expect(try await conditioner.status(Self.id).sandbox?.warnings == [docker.warning])
+        _ = await conditioner.release(held.lease)
+
+        plumbing.dropChains.withLock { $0 = [] }
+        namespaces.make(at: Self.path, interfaces: ["lo"])
+        let clear = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.root, maximum: nil, sandbox: true, onEnd: { _ in })
+        #expect(clear.status.sandbox?.warnings == nil)
     }
 
     @Test("A sandbox whose command ended first ends with its namespace when the client lets go")
