@@ -39,7 +39,7 @@ struct StateJournalTests {
 
     @Test("Every shipped profile and extreme values come back with bit-identical netlink attributes")
     func roundTrip() throws {
-        #expect(Self.shipped.count == 12)
+        #expect(Self.shipped.count == 31)
         let entries = Self.shipped + Self.extremes.map { CatalogEntry(profile: $0, file: "/x/\($0.name).yaml", stem: $0.name) }
         for entry in entries {
             let state = PersistedState(interface: "eth0", baseline: .init(entry), baselineSince: Date(), lease: nil)
