@@ -116,6 +116,18 @@ kill -KILL "$RUN_PID"; wait "$RUN_PID" 2>/dev/null || true
 pkill -KILL -f "sleep 173" || true
 wait_no_leftovers || true
 
+# count_if_gone STEP: once the sandbox's objects are gone (at most 30 s), counts it clean when
+# nothing of it is left, only the default condition is, and forwarding is as it was; notes the
+# first that is not.
+count_if_gone() {
+    wait_no_leftovers || true
+    if [[ -z $(sandbox_leftovers) && $(conditions_now) == "$IF_C=off" && $(forwarding_now) == "$FORWARDING_BEFORE" ]]; then
+        clean=$((clean + 1))
+    else
+        first_bad=${first_bad:-"; first: step $1, left $(sandbox_leftovers), conditions $(conditions_now), forwarding $(forwarding_now)"}
+    fi
+}
+
 # A refusal at each step of the plumbing: the run fails at once, saying why, and nothing of the
 # sandbox is left, forwarding as it was.
 refused=0 clean=0 first_bad=""
@@ -129,12 +141,7 @@ for k in $(seq 0 $((plumbing_steps - 1))); do
     else
         first_bad=${first_bad:-"; first: step $k, status $rc: $(head -c 300 "$WORK/iso-fail.err")"}
     fi
-    wait_no_leftovers || true
-    if [[ -z $(sandbox_leftovers) && $(conditions_now) == "$IF_C=off" && $(forwarding_now) == "$FORWARDING_BEFORE" ]]; then
-        clean=$((clean + 1))
-    else
-        first_bad=${first_bad:-"; first: step $k, left $(sandbox_leftovers), conditions $(conditions_now), forwarding $(forwarding_now)"}
-    fi
+    count_if_gone "$k"
 done
 check_range "a sandbox's plumbing: a refusal at each of its $plumbing_steps steps fails the run, naming the fault" "$refused" "$plumbing_steps" "$plumbing_steps" "of $plumbing_steps" "all" "$first_bad"
 check_range "after each: nothing of the sandbox left, only the default condition, forwarding as it was" "$clean" "$plumbing_steps" "$plumbing_steps" "of $plumbing_steps" "all" "$first_bad"
@@ -167,12 +174,7 @@ for k in $ks; do
     wait "$RUN_PID" 2>/dev/null || true
     pkill -KILL -f "sleep 174" || true
     daemon_start --enable-fault-injection
-    wait_no_leftovers || true
-    if [[ -z $(sandbox_leftovers) && $(conditions_now) == "$IF_C=off" && $(forwarding_now) == "$FORWARDING_BEFORE" ]]; then
-        clean=$((clean + 1))
-    else
-        first_bad=${first_bad:-"; first: step $k, left $(sandbox_leftovers), conditions $(conditions_now), forwarding $(forwarding_now)"}
-    fi
+    count_if_gone "$k"
 done
 n=$(wc -w <<<"$ks")
 check_range "a sandbox's build ($sandbox_steps steps): SIGKILL before steps $ks" "$killed" "$((plumbing_steps + 4))" "$n" "of $n" "each" "$first_bad"
