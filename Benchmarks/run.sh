@@ -39,7 +39,15 @@ PROFILES="$WORK/profiles"
 mkdir -p "$PROFILES"
 cp "$REPO"/profiles/*.yaml "$PROFILES/"
 SHIPPED=()
-for file in "$REPO"/profiles/*.yaml; do SHIPPED+=("$(basename "$file" .yaml)"); done
+# LC_BENCH_SHIPPED narrows the shipped profiles measured to those whose file names match its
+# globs ("devtools-* webpagetest-*"); LC_BENCH_GRID=0 leaves out the fidelity grid (the
+# baseline stays).
+read -ra shipped_globs <<<"${LC_BENCH_SHIPPED:-*}"
+for glob in "${shipped_globs[@]}"; do
+    for file in "$REPO"/profiles/$glob.yaml; do
+        [[ -f $file ]] && SHIPPED+=("$(basename "$file" .yaml)")
+    done
+done
 
 # Grid profiles: one value at a time, each direction alone where the direction matters.
 BANDWIDTHS=(32kbit 128kbit 512kbit 2Mbit 10Mbit 50Mbit 100Mbit 250Mbit 500Mbit)
@@ -390,6 +398,7 @@ for family in ipv4 ipv6; do
     done
 done
 
+if [[ ${LC_BENCH_GRID:-1} != 0 ]]; then
 log "fidelity: bandwidth"
 for b in "${BANDWIDTHS[@]}"; do
     lc activate "grid-bw-$b" >/dev/null
@@ -415,6 +424,8 @@ for l in "${LOSSES[@]}"; do
     lc activate "grid-loss-${l%\%}" >/dev/null
     measure_loss "grid-loss-${l%\%}" "${l%\%}"
 done
+
+fi
 
 log "fidelity: every shipped profile"
 for stem in "${SHIPPED[@]}"; do
