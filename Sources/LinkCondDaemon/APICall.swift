@@ -180,14 +180,24 @@ package enum APICall: Sendable, Equatable {
         }
         let data = Data(body)
         let decoder = JSONDecoder()
-        guard (try? decoder.decode(AnyJSON.self, from: data)) != nil else {
+        guard (try? decoder.decode(FieldNames.self, from: data)) != nil else {
             throw .badRequest("the request body is not valid JSON")
         }
-        guard let fields = (try? decoder.decode([String: AnyJSON].self, from: data))?.keys else {
+        guard let fields = try? decoder.decode([String: FieldNames].self, from: data) else {
             throw .badRequest("the request body must be a JSON object, e.g. {\"profile\": \"Slow Net\"}")
         }
-        for field in fields.sorted() where !Value.knownFields.contains(field) {
+        for field in fields.keys.sorted() where !Value.knownFields.contains(field) {
             throw .badRequest("unknown field '\(printable(field))' in the JSON body; known fields: \(Value.knownFields.joined(separator: ", "))")
+        }
+        // Every field is optional, and absent is the one way to say so: a null would pass as
+        // absent, where the sender may have meant something else.
+        for (field, value) in fields.sorted(by: { $0.key < $1.key }) where value.isNull {
+            throw .badRequest("the JSON field '\(field)' is null; leave it out instead")
+        }
+        for (field, known) in Value.knownNestedFields.sorted(by: { $0.key < $1.key }) {
+            for name in fields[field]?.names?.sorted() ?? [] where !known.contains(name) {
+                throw .badRequest("unknown field '\(printable(field)).\(printable(name))' in the JSON body; '\(field)' has \(known.joined(separator: ", "))")
+            }
         }
         do {
             return try decoder.decode(type, from: data)
@@ -215,21 +225,47 @@ package enum APICall: Sendable, Equatable {
 /// Field names a request document accepts.
 package protocol KnownFields {
     static var knownFields: [String] { get }
+    /// For fields that are objects themselves: the names each accepts.
+    static var knownNestedFields: [String: [String]] { get }
+}
+
+extension KnownFields {
+    package static var knownNestedFields: [String: [String]] { [:] }
 }
 
 extension ActivateRequest: KnownFields {
     package static var knownFields: [String] { ["profile", "definition", "for", "force", "replaceForeign"] }
+    package static var knownNestedFields: [String: [String]] { ["definition": ProfileDefinition.knownFields] }
 }
 
 extension LeaseRequest: KnownFields {
     package static var knownFields: [String] { ["profile", "definition", "for", "force", "replaceForeign", "interface", "condition", "sandbox"] }
+    package static var knownNestedFields: [String: [String]] { ["definition": ProfileDefinition.knownFields] }
+}
+
+extension ProfileDefinition {
+    static var knownFields: [String] { ["yaml", "source"] }
 }
 
 extension FaultRequest: KnownFields {
     package static var knownFields: [String] { ["failAtStep", "fault"] }
 }
 
-/// Any JSON value, decoded only to learn an object's field names.
-private struct AnyJSON: Decodable {
-    init(from decoder: any Decoder) throws {}
+/// Any JSON value, decoded only to learn its field names when it is an object, and whether it
+/// is null.
+private struct FieldNames: Decodable {
+    var names: [String]?
+    var isNull = false
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        names = (try? decoder.container(keyedBy: Key.self))?.allKeys.map(\.stringValue)
+        isNull = (try? decoder.singleValueContainer().decodeNil()) ?? false
+    }
 }

@@ -168,6 +168,8 @@ struct ControlRouterTests {
         (#"{"name": "Slow Net"}"#, "unknown field 'name'"),
         (#"{"profile": "Slow Net", "forse": true}"#, "unknown field 'forse'"),
         (#"{"profile": 3}"#, "'profile' has the wrong type"),
+        (#"{"definition": {"yaml": "name: Mine", "source": "x", "sorce": "y"}}"#, "unknown field 'definition.sorce'"),
+        (#"{"profile": "Slow Net", "replaceForeign": null}"#, "'replaceForeign' is null"),
     ])
     func badBodies(body: String, message: String) async throws {
         let reply = await send(.PUT, "/v1/condition", body)
