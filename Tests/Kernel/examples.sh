@@ -60,4 +60,5 @@ cd "$REPO"
 [[ ! -e /usr/local/bin/linkcond && ! -e /usr/local/lib/systemd/system/linkcondd.service ]] ||
     { echo "examples.sh: linkcond is already installed here; this must start from a bare machine" >&2; exit 2; }
 python3 "$KDIR/examples.py" --section "Quick start" --json "$WORK/quickstart.json" README.md
-python3 "$KDIR/examples.py" --json "$WORK/examples.json" README.md docs/*.md
+# docs/ci.md's pytest example runs with the Python of scripts/setup's environment, which has pytest.
+PATH="$REPO/.build/venv/bin:$PATH" python3 "$KDIR/examples.py" --json "$WORK/examples.json" README.md docs/*.md
