@@ -14,7 +14,7 @@ VENV=$REPO/.build/venv
 SPEC=$REPO/docs/openapi.yaml
 PORT=$((18080 + ${LANE:-0}))
 # Examples per operation in the fuzzing phase; the examples and coverage phases are whole.
-EXAMPLES=${LC_OPENAPI_EXAMPLES:-40}
+EXAMPLES=${LC_OPENAPI_EXAMPLES:-20}
 
 rm -rf "$WORK"
 mkdir -p "$WORK"
