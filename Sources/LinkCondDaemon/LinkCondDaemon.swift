@@ -175,3 +175,9 @@ public struct LinkCondDaemon: Service {
         }
     }
 }
+
+extension LinkCondDaemon: CustomStringConvertible {
+    /// What ServiceLifecycle logs the service as; without it, `String(describing:)` reflects over
+    /// every stored property, a sixth of the daemon's start-up time.
+    public var description: String { "linkcondd on \(configuration.interface)" }
+}
