@@ -79,7 +79,9 @@ check_added() {
         record "$name, IPv$family" "+$added ms" "+$extra ms ($rtt - base $base)" "-1 ms, +10 ms" "$st"
     done
 }
-list_json() { timeout 30 "$BIN/linkcond" --socket "$SOCK" status --all --json 2>/dev/null || echo '{}'; }
+# Every condition's document (what `linkcond status --all --json` prints), read with curl: the
+# client takes seconds to start under emulation, and these reads are not what is under test.
+list_json() { timeout 30 curl -sf --unix-socket "$SOCK" http://linkcond/v1/conditions 2>/dev/null || echo '{}'; }
 conditions_now() { list_json | jq -r '[.conditions[]? | "\(.id)=\(.profile.name // "off")"] | join(" ")'; }
 executed_steps() { timeout 10 curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r '.executedSteps // "null"'; }
 # arm_kill STEP: the daemon SIGKILLs itself before its netlink step STEP from now (0: the next).
