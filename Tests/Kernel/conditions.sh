@@ -33,9 +33,9 @@ check_added "second interface $IF_E under B" "$BASE_E" 25
 check_equal "status lists both conditions, the default first" "$IF_C=LC Test A $IF_E=LC Test B" "$(conditions_now)"
 lc_capture status
 check_contains "status (text) shows the second condition" "$LC_OUT" "$IF_E: LC Test B"
-check_equal "status --all --json: the daemon's list of conditions (what the lanes read with curl)" \
-    "$(list_json | jq -c '[.conditions[] | {id, interface, profile: .profile.name}]')" \
-    "$(lc status --all --json | jq -c '[.conditions[] | {id, interface, profile: .profile.name}]')"
+check_equal "status --all --json lists both, as GET /v1/conditions does (what the lanes read with curl)" \
+    "$IF_C=LC Test A $IF_E=LC Test B" \
+    "$(lc status --all --json | jq -r '[.conditions[]? | "\(.id)=\(.profile.name // "off")"] | join(" ")')"
 
 # ------------------------------------------------------------------ 22
 log "22. lane $LANE: switching or removing one condition leaves the other exactly as it was"

@@ -38,15 +38,6 @@ timeout 20 curl -s --unix-socket "$SOCK" -X DELETE http://linkcond/v1/condition 
 note "lane $LANE: reference trees: $(for p in "${!REF[@]}"; do printf '%s=%s ' "${p// /_}" "${REF[$p]}"; done)"
 
 # ------------------------------------------------------------------ helpers
-# put_condition NAME|off: the change itself, through curl (it starts in milliseconds). The
-# daemon may die under it on purpose, so curl's verdict is not this function's.
-put_condition() {
-    if [[ $1 == off ]]; then
-        timeout 20 curl -s --unix-socket "$SOCK" -X DELETE http://linkcond/v1/condition >/dev/null 2>&1 || true
-    else
-        timeout 20 curl -s --unix-socket "$SOCK" -X PUT -d "{\"profile\": \"$1\"}" http://linkcond/v1/condition >/dev/null 2>&1 || true
-    fi
-}
 arm() { timeout 30 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $1, \"fault\": \"${2:-fail}\"}" http://linkcond/v1/debug/fault >/dev/null || note "could not arm a fault at step $1: the daemon did not answer"; }
 executed_steps() {
     local reply

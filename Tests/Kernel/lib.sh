@@ -172,6 +172,24 @@ PROFILES=${LINKCOND_PROFILES:-$REPO/profiles}
 # lc ARGS...: the client, with a time limit; stdout and stderr go to the caller.
 lc() { timeout 30 "$BIN/linkcond" --socket "$SOCK" "$@"; }
 
+# put_condition NAME|off [ID]: a change through curl (it starts in milliseconds; the client takes
+# seconds under emulation), to the daemon's default condition or to the condition ID
+# (`eth0@10.0.0.5:53/udp`, percent-encoded here). The daemon may die under it on purpose, so
+# curl's verdict is not this function's.
+put_condition() {
+    local url=http://linkcond/v1/condition id=${2:-}
+    if [[ -n $id ]]; then
+        id=${id//@/%40}
+        id=${id//:/%3A}
+        url=http://linkcond/v1/conditions/${id//\//%2F}
+    fi
+    if [[ $1 == off ]]; then
+        timeout 20 curl -s --unix-socket "$SOCK" -X DELETE "$url" >/dev/null 2>&1 || true
+    else
+        timeout 20 curl -s --unix-socket "$SOCK" -X PUT -d "{\"profile\": \"$1\"}" "$url" >/dev/null 2>&1 || true
+    fi
+}
+
 # lc_capture ARGS...: runs the client; sets LC_RC, LC_OUT, LC_ERR.
 lc_capture() {
     LC_RC=0

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The control API against its description, docs/openapi.yaml, in a lane of the kernel suite
-# (LC_LANE) that runs once the crash lanes are done, beside the condition lanes: the description's endpoints and error codes are api.md's;
+# (LC_LANE) that runs once the crash lanes are done, beside the condition lanes still running:
+# the description's endpoints and error codes are api.md's;
 # schemathesis sends every operation the examples, boundary cases and generated requests the
 # description implies (and requests it forbids) to a running daemon on a real kernel, and checks
 # each answer's status, content type, headers and body against it; the lease stream's lines are

@@ -167,18 +167,9 @@ peer_check "after the restart: the Black Hole port still dead, IPv4" "${PEER_RTT
 # restarted, and the peer's condition is the old one or the new one, whole, and so is the tree.
 NEW_PEER="$S4:53/udp"
 peer_profile() { list_json | jq -r --arg id "$IF_C@$NEW_PEER" '[.conditions[]? | select(.id == $id) | .profile.name][0] // "off"'; }
-# put_peer PROFILE|off: the new peer's condition changed with curl inside the kill loops below,
-# where the daemon's crash safety is under test and the client's start (seconds under emulation)
-# would be most of each round; the steps are counted, and the client checked, with `lc`. The
-# daemon may die under it on purpose, so curl's verdict is not this function's.
-NEW_PEER_URL="http://linkcond/v1/conditions/$(peer_id="$IF_C@$NEW_PEER"; peer_id=${peer_id//@/%40}; peer_id=${peer_id//:/%3A}; echo "${peer_id//\//%2F}")"
-put_peer() {
-    if [[ $1 == off ]]; then
-        timeout 30 curl -s --unix-socket "$SOCK" -X DELETE "$NEW_PEER_URL" >/dev/null 2>&1 || true
-    else
-        timeout 30 curl -s --unix-socket "$SOCK" -X PUT -d "{\"profile\": \"$1\"}" "$NEW_PEER_URL" >/dev/null 2>&1 || true
-    fi
-}
+# Inside the kill loops below, the new peer's condition is changed with curl (put_condition): the
+# daemon's crash safety is under test there, and the client's start would be most of each round;
+# the steps are counted, and the client checked, with `lc`.
 declare -A PEER_TREE
 PEER_TREE[off]=$(tree_c)
 for profile in "LC Test B" "Nasty Net"; do
@@ -199,9 +190,9 @@ kill_peer_change() {
     if (($# > 0)); then ks=$(printf '%s\n' "$@" | awk -v n="$steps" '$1 < n && !seen[$1]++'); else ks=$(seq 0 $((steps - 1))); fi
     n=$(wc -w <<<"$ks")
     for k in $ks; do
-        put_peer "$from"
+        put_condition "$from" "$IF_C@$NEW_PEER"
         arm_kill "$k"
-        put_peer "$to"
+        put_condition "$to" "$IF_C@$NEW_PEER"
         kill -0 "$DAEMON_PID" 2>/dev/null && continue
         wait "$DAEMON_PID" 2>/dev/null || true
         DAEMON_PID=""
