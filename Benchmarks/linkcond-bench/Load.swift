@@ -6,6 +6,8 @@ import NIOHTTP1
 
 /// Many clients at once, each on its own keep-alive connection: readers ask for status,
 /// profiles and history, switchers change the condition. Counts every answer by status.
+/// With `--connection-per-request`, each request connects anew, as every `linkcond` command
+/// does: what a command waits for the daemon, without the time its process takes to start.
 struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run many concurrent clients against linkcondd and count their answers."
@@ -28,11 +30,13 @@ struct Load: AsyncParsableCommand {
     @Option(help: "Clients that switch profiles (the caller must be allowed to).") var switchers = 10
     @Option(help: "Requests each client sends.") var requests = 200
     @Option(name: .customLong("profile"), help: "Profiles the switchers choose from; repeat.") var profiles: [String] = []
+    @Flag(help: "Connect anew for each request (waiting for room in a full backlog, as the client does), instead of one keep-alive connection per client.")
+    var connectionPerRequest = false
     @Option(help: "Write the result here as JSON.") var out: String?
 
     func run() async throws {
         let client = ControlClient(socketPath: socket)
-        let (requests, profiles) = (self.requests, self.profiles)
+        let (requests, profiles, connectionPerRequest) = (self.requests, self.profiles, self.connectionPerRequest)
         let started = monotonicNanoseconds()
         let outcomes = await withTaskGroup(of: ClientOutcome.self) { group in
             for index in 0..<(readers + switchers) {
@@ -40,13 +44,21 @@ struct Load: AsyncParsableCommand {
                 group.addTask {
                     var outcome = ClientOutcome()
                     do {
-                        try await client.withConnection { connection in
+                        if connectionPerRequest {
                             for request in 0..<requests {
-                                let (method, path, body) = Self.request(number: request, switching: switching, profiles: profiles)
                                 let start = monotonicNanoseconds()
-                                let (status, _) = try await connection.exchange(method, path, payload: body)
-                                outcome.latencies.append(monotonicNanoseconds() - start)
-                                outcome.statuses[String(status), default: 0] += 1
+                                let status = try await client.withConnection { connection in
+                                    try await Self.send(request, switching: switching, profiles: profiles, on: connection)
+                                }
+                                outcome.record(status, since: start)
+                            }
+                        } else {
+                            try await client.withConnection { connection in
+                                for request in 0..<requests {
+                                    let start = monotonicNanoseconds()
+                                    let status = try await Self.send(request, switching: switching, profiles: profiles, on: connection)
+                                    outcome.record(status, since: start)
+                                }
                             }
                         }
                     } catch {
@@ -80,6 +92,16 @@ struct Load: AsyncParsableCommand {
         var statuses: [String: Int] = [:]
         var latencies: [Int64] = []
         var failures: [String] = []
+
+        mutating func record(_ status: Int, since start: Int64) {
+            latencies.append(monotonicNanoseconds() - start)
+            statuses[String(status), default: 0] += 1
+        }
+    }
+
+    private static func send(_ number: Int, switching: Bool, profiles: [String], on connection: ControlConnection) async throws -> Int {
+        let (method, path, body) = request(number: number, switching: switching, profiles: profiles)
+        return try await connection.exchange(method, path, payload: body).0
     }
 
     private static func request(number: Int, switching: Bool, profiles: [String]) -> (HTTPMethod, String, Data?) {
