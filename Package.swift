@@ -7,6 +7,11 @@ let package = Package(
     products: [
         .executable(name: "linkcondd", targets: ["linkcondd"]),
         .executable(name: "linkcond", targets: ["linkcond"]),
+        // For tests and harnesses written in Swift: the daemon's API, `withCondition`, and a
+        // Swift Testing trait or an XCTest helper that hold a profile while a test runs.
+        .library(name: "LinkCondClient", targets: ["LinkCondClient"]),
+        .library(name: "LinkCondTesting", targets: ["LinkCondTesting"]),
+        .library(name: "LinkCondXCTest", targets: ["LinkCondXCTest"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -60,9 +65,9 @@ let package = Package(
         ),
         // Codable request and response types shared by daemon and client.
         .target(name: "ControlAPI", dependencies: ["IPAddressText"]),
-        // HTTP/1.1 over the daemon's Unix socket.
+        // HTTP/1.1 over the daemon's Unix socket: the CLI's client, and the library product.
         .target(
-            name: "ControlClient",
+            name: "LinkCondClient",
             dependencies: [
                 "ControlAPI",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -70,6 +75,10 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // `@Test(.networkCondition("Slow Net"))`.
+        .target(name: "LinkCondTesting", dependencies: ["LinkCondClient"]),
+        // `try await withNetworkCondition("Slow Net") { … }` in an XCTestCase.
+        .target(name: "LinkCondXCTest", dependencies: ["LinkCondClient"]),
         // The daemon: condition state, control server, lifecycle.
         .target(
             name: "LinkCondDaemon",
@@ -94,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "linkcond-bench",
             dependencies: [
-                "ControlAPI", "ControlClient", "LinkCondDaemon", "Netlink", "Profiles", "Sandboxes", "Shaping", "ShapingTestSupport",
+                "ControlAPI", "LinkCondClient", "LinkCondDaemon", "Netlink", "Profiles", "Sandboxes", "Shaping", "ShapingTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -107,7 +116,7 @@ let package = Package(
         .executableTarget(
             name: "linkcond",
             dependencies: [
-                "ControlClient", "ControlAPI", "CChildProcess", "NameMatching", "HostFacts",
+                "LinkCondClient", "ControlAPI", "CChildProcess", "NameMatching", "HostFacts",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -129,7 +138,7 @@ let package = Package(
         .testTarget(
             name: "LinkCondDaemonTests",
             dependencies: [
-                "LinkCondDaemon", "ControlClient", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport", "HostFacts", "Sandboxes", "Netlink",
+                "LinkCondDaemon", "LinkCondClient", "LinkCondTesting", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport", "HostFacts", "Sandboxes", "Netlink",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,5 +1,5 @@
 import ControlAPI
-import ControlClient
+import LinkCondClient
 
 extension ControlConnection {
     /// Activates `profile` (or turns shaping off for `off`) on `condition` (the default one for

@@ -1,5 +1,5 @@
 import ArgumentParser
-import ControlClient
+import LinkCondClient
 import Foundation
 
 /// Switches profiles many times while probe.py streams packets, and records when each switch

@@ -1,4 +1,4 @@
-import ControlClient
+import LinkCondClient
 import Foundation
 import LinkCondDaemon
 import Logging

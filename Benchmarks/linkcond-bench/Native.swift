@@ -1,5 +1,5 @@
 import ArgumentParser
-import ControlClient
+import LinkCondClient
 import Foundation
 import Netlink
 import Profiles

@@ -1,5 +1,5 @@
 import ArgumentParser
-import ControlClient
+import LinkCondClient
 import Foundation
 
 /// The daemon's own cost of switching one peer's condition while others are held on the same

@@ -1,5 +1,5 @@
 import ArgumentParser
-import ControlClient
+import LinkCondClient
 import Foundation
 
 /// Time from the request to the reply, with the kernel state applied, over one connection.

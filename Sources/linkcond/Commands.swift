@@ -1,6 +1,6 @@
 import ArgumentParser
 import ControlAPI
-import ControlClient
+import LinkCondClient
 
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the profiles linkcondd knows; * marks the active one.")

@@ -1,6 +1,6 @@
 import ArgumentParser
 import ControlAPI
-import ControlClient
+import LinkCondClient
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

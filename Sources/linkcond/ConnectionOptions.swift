@@ -1,5 +1,5 @@
 import ArgumentParser
-import ControlClient
+import LinkCondClient
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -8,11 +8,8 @@ import Foundation
 
 /// `--socket`, accepted before or after the subcommand, with `LINKCOND_SOCKET` as fallback.
 struct ConnectionOptions: ParsableArguments {
-    static let environmentVariable = "LINKCOND_SOCKET"
-    static let defaultSocketPath = "/run/linkcond/control.sock"
-
     @Option(help: ArgumentHelp(
-        "Control socket of linkcondd. Default: $\(environmentVariable), else \(defaultSocketPath).",
+        "Control socket of linkcondd. Default: $\(ControlClient.socketEnvironmentVariable), else \(ControlClient.defaultSocketPath).",
         valueName: "path"
     ))
     var socket: String?
@@ -22,9 +19,7 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     static func resolve(socket: String?, environment: [String: String]) -> String {
-        if let socket { return socket }
-        if let fromEnvironment = environment[environmentVariable], !fromEnvironment.isEmpty { return fromEnvironment }
-        return defaultSocketPath
+        socket ?? ControlClient.socketPath(environment: environment)
     }
 
     var client: ControlClient {

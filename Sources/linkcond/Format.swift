@@ -1,5 +1,5 @@
 import ControlAPI
-import ControlClient
+import LinkCondClient
 
 /// Human-readable renderings of the API's documents.
 enum Format {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import CChildProcess
 import ControlAPI
-import ControlClient
+import LinkCondClient
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,6 +1,6 @@
 import ArgumentParser
 import ControlAPI
-import ControlClient
+import LinkCondClient
 import Synchronization
 
 struct Run: AsyncParsableCommand {

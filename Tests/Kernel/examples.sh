@@ -62,3 +62,19 @@ cd "$REPO"
 python3 "$KDIR/examples.py" --section "Quick start" --json "$WORK/quickstart.json" README.md
 # docs/ci.md's pytest example runs with the Python of scripts/setup's environment, which has pytest.
 PATH="$REPO/.build/venv/bin:$PATH" python3 "$KDIR/examples.py" --json "$WORK/examples.json" README.md docs/*.md
+
+# Examples/swift-testing (docs/swift.md), built on the host by scripts/test: the compiler under
+# emulation would take many minutes. Its XCTest and its Swift Testing tests run as `swift test`
+# runs them, against the daemon the quick start installed, with example.com across eth0; the
+# conditions they held are gone after them.
+example=Examples/swift-testing/.build/debug/PageLoadExamplePackageTests.xctest
+[[ -x $example ]] || { echo "examples.sh: $example is missing; build it on the host: swift build --build-tests --package-path Examples/swift-testing" >&2; exit 1; }
+conditions() { curl -s --unix-socket /run/linkcond/control.sock http://linkcond/v1/conditions | jq -c '[.conditions[] | {id, active, profile: .profile.name, lease}]'; }
+before=$(conditions)
+echo "--- Examples/swift-testing: XCTest"
+"$example"
+echo "--- Examples/swift-testing: Swift Testing"
+"$example" --testing-library swift-testing
+after=$(conditions)
+[[ $after == "$before" ]] || { echo "examples.sh: the Swift example's tests left the conditions changed: $before -> $after" >&2; exit 1; }
+echo "Examples/swift-testing: its XCTest and Swift Testing tests passed; conditions as before: $after"

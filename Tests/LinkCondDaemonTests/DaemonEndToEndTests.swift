@@ -1,5 +1,5 @@
 import ControlAPI
-import ControlClient
+import LinkCondClient
 import Foundation
 import Glibc
 @testable import LinkCondDaemon

@@ -1,5 +1,5 @@
 import ControlAPI
-import ControlClient
+import LinkCondClient
 import Foundation
 @testable import LinkCondDaemon
 import Logging

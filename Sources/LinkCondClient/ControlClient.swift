@@ -155,7 +155,7 @@ public struct ControlClient: Sendable {
         case ENOENT, ECONNREFUSED:
             return ControlClientError(
                 code: .daemonNotRunning,
-                message: "linkcondd is not running: nothing listens on \(socketPath) (start it with 'sudo systemctl start linkcondd', or pass --socket)"
+                message: "linkcondd is not running: nothing listens on \(socketPath) (start it with 'sudo systemctl start linkcondd', or name its socket with --socket or LINKCOND_SOCKET)"
             )
         case EACCES, EPERM:
             return ControlClientError(
