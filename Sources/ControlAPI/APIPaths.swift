@@ -11,6 +11,8 @@ public enum APIPath {
     public static let lease = "/v1/lease"
     public static let reload = "/v1/reload"
     public static let history = "/v1/history"
+    /// Every condition's counters, read from the kernel.
+    public static let stats = "/v1/stats"
     /// Test hook, served only by a daemon started with `--enable-fault-injection`.
     public static let faultInjection = "/v1/debug/fault"
 

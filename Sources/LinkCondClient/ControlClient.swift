@@ -66,6 +66,12 @@ public struct ControlClient: Sendable {
         try await request(.POST, APIPath.reload)
     }
 
+    /// Every active condition's counters, read from the kernel now; rates since the previous
+    /// read by anyone, when that was at most a minute before.
+    public func stats() async throws(ControlClientError) -> StatsResponse {
+        try await request(.GET, APIPath.stats)
+    }
+
     public func history(limit: Int) async throws(ControlClientError) -> HistoryResponse {
         try await request(.GET, APIPath.history + "?limit=\(limit)")
     }

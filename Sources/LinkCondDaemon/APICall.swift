@@ -17,6 +17,7 @@ package enum APICall: Sendable, Equatable {
     case profiles
     case profile(name: String)
     case history(limit: Int)
+    case stats
     case activate(ConditionID?, ProfileChoice, ActivateRequest, duration: LeaseDuration?)
     case deactivate(ConditionID?, force: Bool)
     /// Every condition off: refused as a whole while another client holds a lease, unless `force`.
@@ -34,7 +35,7 @@ package enum APICall: Sendable, Equatable {
     /// Whether the call changes anything, and so needs the requester to be authorized.
     var changes: Bool {
         switch self {
-        case .status, .conditions, .profiles, .profile, .history, .faultCounter: return false
+        case .status, .conditions, .profiles, .profile, .history, .stats, .faultCounter: return false
         default: return true
         }
     }
@@ -60,6 +61,9 @@ package enum APICall: Sendable, Equatable {
         case APIPath.profiles:
             try require(request, .GET)
             return .profiles
+        case APIPath.stats:
+            try require(request, .GET)
+            return .stats
         case APIPath.history:
             try require(request, .GET)
             guard let text = query["limit"] else { return .history(limit: 20) }

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import IPAddressText
+import Netlink
 import Profiles
 import Sandboxes
 
@@ -102,5 +103,19 @@ extension Conditioner {
             time: Date().formatted(.iso8601), condition: condition.id.description, from: from, to: to, reason: reason,
             requester: requester?.document, detail: detail
         ))
+    }
+}
+
+extension Conditioner {
+    /// The counters of every condition with objects in the kernel, the default one first,
+    /// read now: each target's tree is surveyed once per condition on it.
+    func counterReadings() -> [ConditionCounters] {
+        orderedConditions.compactMap { condition in
+            guard let counters = condition.convergence.counters(of: condition.slot) else { return nil }
+            return ConditionCounters(
+                id: condition.id.description, profile: condition.policy.effective?.profile.name,
+                uplink: counters.uplink, downlink: counters.downlink
+            )
+        }
     }
 }

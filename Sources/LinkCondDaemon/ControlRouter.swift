@@ -33,6 +33,7 @@ struct ControlRouter: Sendable {
     /// Set only when the daemon runs with `--enable-fault-injection`.
     var faults: FaultSwitch?
     var hostNames = HostNameResolver(timerLoop: MultiThreadedEventLoopGroup.singleton.any())
+    var meter = TrafficMeter()
     var logger = Logger(label: "linkcondd")
 
     func route(_ request: ControlRequest) async -> Route {
@@ -70,6 +71,10 @@ struct ControlRouter: Sendable {
             return .reply(.json(await conditioner.profiles()))
         case .profile(let name):
             return .reply(.json(try await conditioner.profile(named: name)))
+        case .stats:
+            let readings = await conditioner.counterReadings()
+            let documents = meter.documents(readings, at: .now)
+            return .reply(.json(StatsResponse(at: Date().formatted(.iso8601), conditions: documents)))
         case .history(let limit):
             var history = await conditioner.history(limit: limit)
             if !authorizer.mayChange(requester) {

@@ -143,7 +143,7 @@ final class KernelConvergence {
             let objects = qdiscs.filter { ReservedHandles.isLinkcondQdisc($0.handle) || $0.handle == ReservedHandles.ingress }.map { ("qdisc \($0.kind) \($0.handle) parent \($0.parent)", $0.statistics) }
                 + classes.filter { $0.handle.qdisc == ReservedHandles.root }.map { ("class \($0.kind) \($0.handle) parent \($0.parent)", $0.statistics) }
             return objects.map { object, statistics in
-                let counters = statistics ?? TrafficStatistics(packets: 0, bytes: 0, drops: 0, overlimits: 0, queuedPackets: 0, queuedBytes: 0)
+                let counters = statistics ?? .zero
                 return KernelObjectDocument(
                     device: device, object: object, packets: counters.packets, bytes: counters.bytes, drops: counters.drops,
                     overlimits: counters.overlimits, queuedPackets: counters.queuedPackets, queuedBytes: counters.queuedBytes
@@ -152,6 +152,20 @@ final class KernelConvergence {
         }
         return documents(target.interface, qdiscs: survey.qdiscs, classes: survey.classes)
             + documents(target.ifb, qdiscs: survey.ifbQdiscs, classes: survey.ifbClasses)
+    }
+
+    /// The counters of `slot`'s leaves, summed per direction: the whole interface's bulk and
+    /// DNS leaves, or a matched condition's own leaf. `nil` while the slot has no profile.
+    func counters(of slot: ConditionSlot) -> (uplink: TrafficStatistics, downlink: TrafficStatistics)? {
+        guard profile(in: slot) != nil, let survey = try? engine.survey(target) else { return nil }
+        let leaves: Set<TrafficControlHandle> = switch slot {
+        case .whole: [ReservedHandles.bulkLeaf, ReservedHandles.dnsLeaf]
+        case .match(let number, _): [ReservedHandles.matchLeaf(number)]
+        }
+        func sum(_ qdiscs: [QdiscInfo]) -> TrafficStatistics {
+            qdiscs.filter { leaves.contains($0.handle) }.compactMap(\.statistics).reduce(.zero, +)
+        }
+        return (sum(survey.qdiscs), sum(survey.ifbQdiscs))
     }
 
     /// What the kernel has on the target now.

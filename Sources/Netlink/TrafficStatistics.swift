@@ -31,3 +31,16 @@ public struct TrafficStatistics: Sendable, Equatable, Codable {
         )
     }
 }
+
+extension TrafficStatistics {
+    public static let zero = TrafficStatistics(packets: 0, bytes: 0, drops: 0, overlimits: 0, queuedPackets: 0, queuedBytes: 0)
+
+    /// Two objects' counters together: the leaves one direction of a condition sends through.
+    public static func + (left: TrafficStatistics, right: TrafficStatistics) -> TrafficStatistics {
+        TrafficStatistics(
+            packets: left.packets &+ right.packets, bytes: left.bytes &+ right.bytes, drops: left.drops &+ right.drops,
+            overlimits: left.overlimits &+ right.overlimits, queuedPackets: left.queuedPackets &+ right.queuedPackets,
+            queuedBytes: left.queuedBytes &+ right.queuedBytes
+        )
+    }
+}

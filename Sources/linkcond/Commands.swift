@@ -120,9 +120,9 @@ struct Off: AsyncParsableCommand {
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show every condition in force: on which interface, which profile, since when, who holds it.",
+        abstract: "Show every condition in force: on which interface, which profile, since when, who holds it, what it carried and dropped.",
         discussion: """
-            --json prints the default condition's document (GET /v1/status), or with --interface             that interface's; --all --json prints every condition (GET /v1/conditions).
+            --json prints the default condition's document (GET /v1/status), or with --interface             that interface's; --all --json prints every condition (GET /v1/conditions). The traffic             line counts what each direction carried, dropped (by the profile's loss or a full             queue) and holds queued now, from the kernel's counters (GET /v1/stats).
             """
     )
 
@@ -144,13 +144,19 @@ struct Status: AsyncParsableCommand {
             let status = try await withDaemon { () async throws(ControlClientError) in
                 try await client.status(verbose: verbose, condition: target.condition)
             }
-            return json ? try printJSON(status) : print(Format.status(status, verbose: verbose))
+            if json {
+                return try printJSON(status)
+            }
+            let traffic = status.active ? try? await client.stats().conditions.first { $0.id == status.id } : nil
+            return print(Format.status(status, traffic: traffic, verbose: verbose))
         }
         let list = try await withDaemon { () async throws(ControlClientError) in try await client.conditions(verbose: verbose) }
         if json {
             return try printJSON(list)
         }
-        print(Format.conditions(list, verbose: verbose))
+        // The counters are a second read; a daemon too old to serve them shows none.
+        let stats = list.conditions.contains(where: \.active) ? try? await client.stats() : nil
+        print(Format.conditions(list, stats: stats, verbose: verbose))
     }
 }
 

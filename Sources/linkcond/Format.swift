@@ -3,7 +3,8 @@ import LinkCondClient
 
 /// Human-readable renderings of the API's documents.
 enum Format {
-    static func status(_ status: StatusResponse) -> String {
+    /// One condition; with `traffic`, what its shaping carried and dropped.
+    static func status(_ status: StatusResponse, traffic: ConditionStatsDocument? = nil) -> String {
         let exempt = status.exemptions.isEmpty ? "nothing" : status.exemptions.joined(separator: ", ")
         let sandbox = status.sandbox.map { sandbox in
             (["sandbox: \(sandbox.address) via \(sandbox.hostInterface) (\(sandbox.gateway)), NAT through the host"]
@@ -16,6 +17,7 @@ enum Format {
         var lines = ["\(status.id): \(profile.name) (since \(status.since))"]
         if let addresses { lines.append(addresses) }
         lines.append(profile.summary)
+        if let line = traffic.flatMap(trafficLine) { lines.append(line) }
         if let sandbox { lines.append(sandbox) }
         if let lease = status.lease {
             var text = "lease held by \(lease.holder)"
@@ -28,15 +30,29 @@ enum Format {
     }
 
     /// One condition, with its kernel objects when the daemon sent them.
-    static func status(_ status: StatusResponse, verbose: Bool) -> String {
-        guard verbose, let objects = status.kernel else { return Self.status(status) }
-        return Self.status(status) + "\n" + kernelObjects(objects)
+    static func status(_ status: StatusResponse, traffic: ConditionStatsDocument? = nil, verbose: Bool) -> String {
+        let text = Self.status(status, traffic: traffic)
+        guard verbose, let objects = status.kernel else { return text }
+        return text + "\n" + kernelObjects(objects)
     }
 
     /// Every condition, one block each, the default one first.
-    static func conditions(_ list: ConditionListResponse, verbose: Bool = false) -> String {
-        list.conditions.map { status($0, verbose: verbose) }.joined(separator: "\n\n")
+    static func conditions(_ list: ConditionListResponse, stats: StatsResponse? = nil, verbose: Bool = false) -> String {
+        list.conditions.map { condition in
+            status(condition, traffic: stats?.conditions.first { $0.id == condition.id }, verbose: verbose)
+        }.joined(separator: "\n\n")
     }
+
+    /// `traffic: down 10453 bytes, 38 packets, 0 dropped, 0 queued; up …`: counters since the
+    /// condition's objects were made. Rates need two reads a moment apart: `GET /v1/stats`.
+    static func trafficLine(_ traffic: ConditionStatsDocument) -> String? {
+        func direction(_ name: String, _ counters: DirectionStatsDocument?) -> String? {
+            counters.map { "\(name) \($0.bytes) bytes, \($0.packets) packets, \($0.droppedPackets) dropped, \($0.queuedPackets) queued" }
+        }
+        let directions = [direction("down", traffic.downlink), direction("up", traffic.uplink)].compactMap { $0 }
+        return directions.isEmpty ? nil : "traffic: " + directions.joined(separator: "; ")
+    }
+
 
     /// `2026-11-22T09:14:03Z  eth0  Slow Net -> Black Hole  (lease, for 30s)  by uid 1000 (alice), pid 42 'pytest'`
     static func historyLine(_ entry: HistoryEntryDocument) -> String {

@@ -47,6 +47,17 @@ name: LC Test B
 uplink: { delay: 10ms }
 downlink: { delay: 15ms }
 YAML
+# For the counters: everything up dropped by loss; a rate so low that a burst fills the queue
+# and drains for seconds.
+cat >"$PROFILES/lc-test-drop.yaml" <<'YAML'
+name: LC Test Drop
+uplink: { loss: 100% }
+downlink: { delay: 20ms }
+YAML
+cat >"$PROFILES/lc-test-queue.yaml" <<'YAML'
+name: LC Test Queue
+uplink: { bandwidth: 4kbit }
+YAML
 
 # Loaded already when the suite runs this; standalone, the lane loads what it needs.
 modprobe ifb numifbs=0

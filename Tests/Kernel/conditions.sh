@@ -252,6 +252,47 @@ ip netns del "$NAMED"
 t0=$SECONDS
 until [[ $(conditions_now) == "$IF_C=LC Test A" ]] || ((SECONDS - t0 > 10)); do snooze 0.2; done
 check_range "ip netns del: its condition leaves the list within" "$((SECONDS - t0))" 0 10 s "seconds (the daemon looks every second)"
+# ------------------------------------------------------------------ 26b
+log "26b. lane $LANE: each direction's counters (GET /v1/stats, status): carried, dropped, queued, rate"
+# The default condition's counters now, from the daemon, as one JSON object.
+stats_now() { timeout 10 curl -s --unix-socket "$SOCK" http://linkcond/v1/stats | jq -c --arg id "$IF_C" '.conditions[] | select(.id == $id)'; }
+# counted FIELD BEFORE AFTER: how much FIELD grew between two readings.
+counted() { jq -n -r --argjson a "${2:-null}" --argjson b "${3:-null}" "if \$a == null or \$b == null then \"null\" else (\$b$1 - \$a$1) end"; }
+# 200 datagrams each way, 90-byte IPv4 frames (48 bytes of payload): up, 100% loss drops them
+# all; down, delay alone carries them all. A few of the host's own packets (neighbour
+# discovery) may be counted besides.
+lc activate "LC Test Drop" >/dev/null
+before=$(stats_now)
+probe_cli 90 loss --ctl "$CTL" --count 200 --gap 0.002 --task "up:$S4" --task "down:$S4" >"$WORK/counters.loss.json" || true
+after=$(stats_now)
+check_equal "counters: the server got none of the 200 sent up, the client all 200 sent down" "0 200" \
+    "$(jq -r '[.[].received] | map(tostring) | join(" ")' "$WORK/counters.loss.json" 2>/dev/null)"
+check_range "counters: uplink, dropped by the profile's 100% loss" "$(counted .uplink.droppedPackets "$before" "$after")" 200 210 packets "the 200 sent"
+check_range "counters: uplink, carried under 100% loss" "$(counted .uplink.packets "$before" "$after")" 0 5 packets "none of them"
+check_range "counters: downlink, carried" "$(counted .downlink.packets "$before" "$after")" 200 210 packets "the 200 sent"
+check_range "counters: downlink, bytes carried" "$(counted .downlink.bytes "$before" "$after")" 15200 18900 bytes "200 frames of 76-90 bytes"
+check_range "counters: downlink, dropped" "$(counted .downlink.droppedPackets "$before" "$after")" 0 0 packets "none"
+lc_capture status
+check_contains "status shows the counters on a traffic line" "$LC_OUT" "traffic: down "
+# A burst of 300 into 4 kbit/s: htb lets its 1600-byte bucket through, netem queues 32 (its
+# least), the rest is dropped; the queue then drains at the rate for about five seconds.
+lc activate "LC Test Queue" >/dev/null
+before=$(stats_now)
+probe_cli 90 loss --ctl "$CTL" --count 300 --gap 0.0003 --grace 0.1 --task "up:$S4" >/dev/null || true
+first=$(stats_now)
+snooze 1.5
+second=$(stats_now)
+snooze 6
+drained=$(stats_now)
+note "counters: before $before; after the burst $first; 1.5 s later $second; drained $drained"
+check_range "counters: a full queue's drops" "$(counted .uplink.droppedPackets "$before" "$first")" 200 280 packets "300 less the bucket's and the queue's"
+check_range "counters: queued just after the burst" "$(jq -r '.uplink.queuedPackets // "null"' <<<"$first")" 1 32 packets "up to the queue's 32"
+check_rel "counters: the rate while the queue drains, over the time between two reads" "$(jq -r '.uplink.bitsPerSecond // "null"' <<<"$second")" 4000 25 bit/s
+check_range "counters: carried, dropped and queued add up to what was sent" \
+    "$(jq -n -r --argjson a "$before" --argjson b "$drained" '($b.uplink.packets - $a.uplink.packets) + ($b.uplink.droppedPackets - $a.uplink.droppedPackets) + $b.uplink.queuedPackets')" \
+    300 310 packets "the 300 sent"
+lc activate "LC Test A" >/dev/null
+
 daemon_stop TERM
 check_equal "SIGTERM after both namespaces ended: no state file left" "none" "$(ls "$WORK/state" 2>/dev/null | tr '\n' ' ' | sed 's/ $//' | grep . || echo none)"
 

@@ -33,6 +33,7 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
     private var _devices: [String: Device] = [:]
     private var _executed: [TrafficStep] = []
     private var _refusal: (@Sendable (TrafficStep, Int) -> NetlinkError?)?
+    private var _counters: [String: [TrafficControlHandle: TrafficStatistics]] = [:]
     private var nextIndex: Int32 = 2
 
     public var devices: [String: Device] { lock.withLock { _devices } }
@@ -40,6 +41,12 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
     public var refusal: (@Sendable (TrafficStep, Int) -> NetlinkError?)? {
         get { lock.withLock { _refusal } }
         set { lock.withLock { _refusal = newValue } }
+    }
+    /// What a survey reports as the counters of a qdisc, by device name and handle: the traffic
+    /// a test pretends went through it. Others read as having none.
+    public var counters: [String: [TrafficControlHandle: TrafficStatistics]] {
+        get { lock.withLock { _counters } }
+        set { lock.withLock { _counters = newValue } }
     }
 
     public init(interfaces: [String] = ["eth0"]) {
@@ -182,15 +189,16 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
 
     public func survey(_ target: ShapingTarget) throws(NetlinkError) -> KernelSurvey {
         let devices = self.devices
+        let counters = self.counters
         var survey = KernelSurvey(target: target, interface: link(target.interface, in: devices), ifb: link(target.ifb, in: devices))
         if let interface = devices[target.interface] {
-            survey.qdiscs = qdiscInfos(interface)
+            survey.qdiscs = qdiscInfos(interface, counters: counters[target.interface] ?? [:])
             survey.ingressFilters = filterInfos(interface, parent: .ingress, devices: devices)
             survey.classes = classInfos(interface)
             survey.rootFilters = filterInfos(interface, parent: ReservedHandles.root, devices: devices)
         }
         if let ifb = devices[target.ifb] {
-            survey.ifbQdiscs = qdiscInfos(ifb)
+            survey.ifbQdiscs = qdiscInfos(ifb, counters: counters[target.ifb] ?? [:])
             survey.ifbClasses = classInfos(ifb)
             survey.ifbRootFilters = filterInfos(ifb, parent: ReservedHandles.root, devices: devices)
         }
@@ -232,11 +240,14 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
         devices[name].map { LinkInfo(index: $0.index, name: name, kind: $0.kind, isUp: true, mtu: 1500) }
     }
 
-    private func qdiscInfos(_ device: Device) -> [QdiscInfo] {
+    private func qdiscInfos(_ device: Device, counters: [TrafficControlHandle: TrafficStatistics]) -> [QdiscInfo] {
         device.qdiscs.map { qdisc in
             var netem: NetemOptions?
             if case .netem(let settings) = qdisc.settings { netem = settings.encoded }
-            return QdiscInfo(interfaceIndex: device.index, handle: qdisc.handle, parent: qdisc.parent, kind: qdisc.kind, netem: netem)
+            return QdiscInfo(
+                interfaceIndex: device.index, handle: qdisc.handle, parent: qdisc.parent, kind: qdisc.kind, netem: netem,
+                statistics: counters[qdisc.handle]
+            )
         }
     }
 

@@ -1,0 +1,64 @@
+/// `GET /v1/stats`: what each condition's shaping has done, from the kernel's own counters.
+public struct StatsResponse: Codable, Sendable, Equatable {
+    /// When the counters were read, ISO 8601 UTC.
+    public var at: String
+    /// Every condition that has objects in the kernel, the default one first.
+    public var conditions: [ConditionStatsDocument]
+
+    public init(at: String, conditions: [ConditionStatsDocument]) {
+        self.at = at
+        self.conditions = conditions
+    }
+}
+
+/// One condition's counters, per direction.
+public struct ConditionStatsDocument: Codable, Sendable, Equatable {
+    /// The condition's id, as `GET /v1/conditions` gives it.
+    public var id: String
+    /// The profile in force, `nil` when the condition is off.
+    public var profile: String?
+    /// Traffic leaving through the interface, and traffic arriving on it. `nil` when the
+    /// condition has no objects in the kernel (it is off).
+    public var uplink: DirectionStatsDocument?
+    public var downlink: DirectionStatsDocument?
+
+    public init(id: String, profile: String?, uplink: DirectionStatsDocument?, downlink: DirectionStatsDocument?) {
+        self.id = id
+        self.profile = profile
+        self.uplink = uplink
+        self.downlink = downlink
+    }
+}
+
+/// A direction's counters since its objects were made (a switch in place keeps them; a
+/// condition switched off and on again starts from zero).
+public struct DirectionStatsDocument: Codable, Sendable, Equatable {
+    /// Carried through the profile: delayed, and sent on at its rate.
+    public var bytes: UInt64
+    public var packets: UInt64
+    /// Dropped by the profile's loss or because its queue was full. The kernel's netem counts
+    /// both in one counter, so they are one number here.
+    public var droppedPackets: UInt64
+    /// Waiting in the profile's queue now: in its delay line, or behind its rate.
+    public var queuedPackets: UInt64
+    public var queuedBytes: UInt64
+    /// Over the time since the previous `GET /v1/stats` (by anyone) when that was at most 60 s
+    /// before; `nil` otherwise. The daemon keeps no timer: a rate needs two reads.
+    public var bitsPerSecond: Double?
+    public var packetsPerSecond: Double?
+    public var droppedPerSecond: Double?
+
+    public init(
+        bytes: UInt64, packets: UInt64, droppedPackets: UInt64, queuedPackets: UInt64, queuedBytes: UInt64,
+        bitsPerSecond: Double? = nil, packetsPerSecond: Double? = nil, droppedPerSecond: Double? = nil
+    ) {
+        self.bytes = bytes
+        self.packets = packets
+        self.droppedPackets = droppedPackets
+        self.queuedPackets = queuedPackets
+        self.queuedBytes = queuedBytes
+        self.bitsPerSecond = bitsPerSecond
+        self.packetsPerSecond = packetsPerSecond
+        self.droppedPerSecond = droppedPerSecond
+    }
+}

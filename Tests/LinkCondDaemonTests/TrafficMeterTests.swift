@@ -1,0 +1,86 @@
+import ControlAPI
+import Foundation
+@testable import LinkCondDaemon
+import NIOHTTP1
+import Netlink
+import Shaping
+import ShapingTestSupport
+import Testing
+
+@Suite("Traffic counters: GET /v1/stats and the rates between reads")
+struct TrafficMeterTests {
+    static func counters(bytes: UInt64, packets: UInt64, drops: UInt64 = 0, queued: UInt64 = 0) -> TrafficStatistics {
+        TrafficStatistics(packets: packets, bytes: bytes, drops: drops, overlimits: 0, queuedPackets: queued, queuedBytes: queued * 1500)
+    }
+
+    static func reading(_ id: String, up: TrafficStatistics, down: TrafficStatistics) -> ConditionCounters {
+        ConditionCounters(id: id, profile: "Slow Net", uplink: up, downlink: down)
+    }
+
+    @Test("A first read has counters and no rate; a second gives rates over the time between")
+    func ratesBetweenReads() throws {
+        let meter = TrafficMeter()
+        let start = ContinuousClock.now
+        let first = meter.documents([Self.reading("eth0", up: Self.counters(bytes: 1000, packets: 10), down: Self.counters(bytes: 0, packets: 0))], at: start)
+        #expect(first.first?.uplink?.bytes == 1000)
+        #expect(first.first?.uplink?.bitsPerSecond == nil)
+        let second = meter.documents(
+            [Self.reading("eth0", up: Self.counters(bytes: 5000, packets: 14, drops: 2), down: Self.counters(bytes: 8000, packets: 8, queued: 3))],
+            at: start + .seconds(2)
+        )
+        let up = try #require(second.first?.uplink)
+        let down = try #require(second.first?.downlink)
+        #expect(up.bitsPerSecond == 16_000)
+        #expect(up.packetsPerSecond == 2)
+        #expect(up.droppedPerSecond == 1)
+        #expect(down.bitsPerSecond == 32_000)
+        #expect(down.queuedPackets == 3)
+        #expect(down.queuedBytes == 4500)
+    }
+
+    @Test("No rate from counters that went down (objects made anew), from a read over a minute old, or for another condition")
+    func noRateWithoutAComparableRead() {
+        let meter = TrafficMeter()
+        let start = ContinuousClock.now
+        _ = meter.documents([Self.reading("eth0", up: Self.counters(bytes: 9000, packets: 9), down: Self.counters(bytes: 9000, packets: 9))], at: start)
+        let reset = meter.documents([Self.reading("eth0", up: Self.counters(bytes: 100, packets: 1), down: Self.counters(bytes: 9100, packets: 10))], at: start + .seconds(1))
+        #expect(reset.first?.uplink?.bitsPerSecond == nil)
+        #expect(reset.first?.downlink?.bitsPerSecond == 800)
+        let late = meter.documents([Self.reading("eth0", up: Self.counters(bytes: 200, packets: 2), down: Self.counters(bytes: 9200, packets: 11))], at: start + .seconds(62))
+        #expect(late.first?.uplink?.bitsPerSecond == nil)
+        let other = meter.documents([Self.reading("eth1", up: Self.counters(bytes: 300, packets: 3), down: Self.counters(bytes: 0, packets: 0))], at: start + .seconds(63))
+        #expect(other.first?.uplink?.bitsPerSecond == nil)
+        // eth0 was not read last time: it starts over.
+        let again = meter.documents([Self.reading("eth0", up: Self.counters(bytes: 400, packets: 4), down: Self.counters(bytes: 9300, packets: 12))], at: start + .seconds(64))
+        #expect(again.first?.uplink?.bitsPerSecond == nil)
+    }
+
+    @Test("GET /v1/stats: each active condition's own leaves, per direction; nothing for one that is off")
+    func statsEndpoint() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let router = ControlRouter(conditioner: TestDaemon.conditioner(kernel: kernel), authorizer: TestDaemon.authorizer)
+        func stats() async throws -> StatsResponse {
+            let reply = await router.respond(to: ControlRequest(method: .GET, uri: "/v1/stats", body: [], requester: TestDaemon.bob))
+            #expect(reply.status == HTTPResponseStatus.ok)
+            return try JSONDecoder().decode(StatsResponse.self, from: Data(reply.body))
+        }
+        #expect(try await stats().conditions.isEmpty)
+        let put = await router.respond(to: ControlRequest(method: .PUT, uri: "/v1/condition", body: Array(#"{"profile": "Slow Net"}"#.utf8), requester: TestDaemon.root))
+        #expect(put.status == .ok)
+        kernel.counters = [
+            "eth0": [
+                ReservedHandles.bulkLeaf: Self.counters(bytes: 3000, packets: 3, drops: 1),
+                ReservedHandles.dnsLeaf: Self.counters(bytes: 100, packets: 1),
+                ReservedHandles.exemptLeaf: Self.counters(bytes: 99_999, packets: 99),
+            ],
+            "lc-eth0": [ReservedHandles.bulkLeaf: Self.counters(bytes: 6000, packets: 4, queued: 2)],
+        ]
+        let condition = try #require(try await stats().conditions.first)
+        #expect(condition.id == "eth0")
+        #expect(condition.profile == "Slow Net")
+        #expect(condition.uplink == DirectionStatsDocument(bytes: 3100, packets: 4, droppedPackets: 1, queuedPackets: 0, queuedBytes: 0))
+        #expect(condition.downlink == DirectionStatsDocument(bytes: 6000, packets: 4, droppedPackets: 0, queuedPackets: 2, queuedBytes: 3000))
+        let post = await router.respond(to: ControlRequest(method: .POST, uri: "/v1/stats", body: [], requester: TestDaemon.root))
+        #expect(post.status == .methodNotAllowed)
+    }
+}
