@@ -1,4 +1,5 @@
 import ControlAPI
+import Foundation
 import LinkCondClient
 
 extension ControlConnection {
@@ -17,4 +18,12 @@ extension ControlConnection {
 struct BenchError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A benchmark's rows as indented JSON in the file `--out` names, if it names one.
+func writeRows(_ rows: some Encodable, to path: String?) throws {
+    guard let path else { return }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+    try encoder.encode(rows).write(to: URL(fileURLWithPath: path))
 }

@@ -50,10 +50,6 @@ struct PeerScale: AsyncParsableCommand {
             }
             return rows
         }
-        if let out {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-            try encoder.encode(rows).write(to: URL(fileURLWithPath: out))
-        }
+        try writeRows(rows, to: out)
     }
 }

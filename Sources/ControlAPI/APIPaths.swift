@@ -13,6 +13,8 @@ public enum APIPath {
     public static let history = "/v1/history"
     /// Every condition's counters, read from the kernel.
     public static let stats = "/v1/stats"
+    /// The conditions and their counters for Prometheus: outside `/v1`, where scrapers look.
+    public static let metrics = "/metrics"
     /// Test hook, served only by a daemon started with `--enable-fault-injection`.
     public static let faultInjection = "/v1/debug/fault"
 

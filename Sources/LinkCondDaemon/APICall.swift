@@ -18,6 +18,8 @@ package enum APICall: Sendable, Equatable {
     case profile(name: String)
     case history(limit: Int)
     case stats
+    /// The same counters, and the conditions, in Prometheus's text format.
+    case metrics
     case activate(ConditionID?, ProfileChoice, ActivateRequest, duration: LeaseDuration?)
     case deactivate(ConditionID?, force: Bool)
     /// Every condition off: refused as a whole while another client holds a lease, unless `force`.
@@ -35,7 +37,7 @@ package enum APICall: Sendable, Equatable {
     /// Whether the call changes anything, and so needs the requester to be authorized.
     var changes: Bool {
         switch self {
-        case .status, .conditions, .profiles, .profile, .history, .stats, .faultCounter: return false
+        case .status, .conditions, .profiles, .profile, .history, .stats, .metrics, .faultCounter: return false
         default: return true
         }
     }
@@ -64,6 +66,9 @@ package enum APICall: Sendable, Equatable {
         case APIPath.stats:
             try require(request, .GET)
             return .stats
+        case APIPath.metrics:
+            try require(request, .GET)
+            return .metrics
         case APIPath.history:
             try require(request, .GET)
             guard let text = query["limit"] else { return .history(limit: 20) }

@@ -108,10 +108,17 @@ extension Conditioner {
 
 extension Conditioner {
     /// The counters of every condition with objects in the kernel, the default one first,
-    /// read now: each target's tree is surveyed once per condition on it.
+    /// read now: each target's tree is surveyed once, however many conditions it holds.
     func counterReadings() -> [ConditionCounters] {
-        orderedConditions.compactMap { condition in
-            guard let counters = condition.convergence.counters(of: condition.slot) else { return nil }
+        let conditions = orderedConditions
+        var byTarget: [ObjectIdentifier: [ConditionSlot: (uplink: TrafficStatistics, downlink: TrafficStatistics)]] = [:]
+        for condition in conditions where byTarget[ObjectIdentifier(condition.convergence)] == nil {
+            let convergence = condition.convergence
+            let slots = conditions.filter { $0.convergence === convergence }.map(\.slot)
+            byTarget[ObjectIdentifier(convergence)] = convergence.counters(of: slots)
+        }
+        return conditions.compactMap { condition in
+            guard let counters = byTarget[ObjectIdentifier(condition.convergence)]?[condition.slot] else { return nil }
             return ConditionCounters(
                 id: condition.id.description, profile: condition.policy.effective?.profile.name,
                 uplink: counters.uplink, downlink: counters.downlink

@@ -169,7 +169,7 @@ package final class ConnectionGuard: ChannelDuplexHandler {
     /// A reply as response parts, closing the connection after it.
     static func parts(of reply: ControlReply, closing: Bool) -> [HTTPServerResponsePart] {
         var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "Content-Type", value: reply.contentType)
         headers.add(name: "Content-Length", value: String(reply.body.count))
         if !reply.allow.isEmpty {
             headers.add(name: "Allow", value: reply.allow.map(\.rawValue).joined(separator: ", "))
@@ -185,7 +185,7 @@ package final class ConnectionGuard: ChannelDuplexHandler {
     /// writing where no HTTP encoder is in the way.
     static func encode(_ reply: ControlReply) -> [UInt8] {
         var text = "HTTP/1.1 \(reply.status.code) \(reply.status.reasonPhrase)\r\n"
-        text += "Content-Type: application/json\r\nContent-Length: \(reply.body.count)\r\nConnection: close\r\n\r\n"
+        text += "Content-Type: \(reply.contentType)\r\nContent-Length: \(reply.body.count)\r\nConnection: close\r\n\r\n"
         return Array(text.utf8) + reply.body
     }
 }

@@ -16,6 +16,7 @@ struct ControlReply: Sendable {
     var body: [UInt8]
     /// For 405: the methods the path does allow.
     var allow: [HTTPMethod] = []
+    var contentType = "application/json"
 }
 
 /// What to do with a request: answer it, or hold a lease for as long as the connection lasts.
@@ -34,11 +35,16 @@ struct ControlRouter: Sendable {
     var faults: FaultSwitch?
     var hostNames = HostNameResolver(timerLoop: MultiThreadedEventLoopGroup.singleton.any())
     var meter = TrafficMeter()
+    /// Set for the metrics listener (`--metrics-listen`): `GET /metrics` is all it serves.
+    var metricsOnly = false
     var logger = Logger(label: "linkcondd")
 
     func route(_ request: ControlRequest) async -> Route {
         do {
             let call = try APICall.parse(request, faultInjection: faults != nil)
+            if metricsOnly, call != .metrics {
+                throw ControlError(.notFound, code: "not-found", message: "this address serves GET \(APIPath.metrics) alone; the rest of the API is on the control socket")
+            }
             if call.changes {
                 try authorize(request.requester)
             }
@@ -71,6 +77,16 @@ struct ControlRouter: Sendable {
             return .reply(.json(await conditioner.profiles()))
         case .profile(let name):
             return .reply(.json(try await conditioner.profile(named: name)))
+        case .metrics:
+            let readings = await conditioner.counterReadings()
+            let list = await conditioner.conditionList()
+            let conditions = list.conditions.map { status in
+                MetricsText.Condition(
+                    id: status.id, profile: status.profile?.name, leaseSecondsLeft: status.lease?.secondsLeft,
+                    counters: readings.first { $0.id == status.id }
+                )
+            }
+            return .reply(ControlReply(status: .ok, body: Array(MetricsText.render(conditions).utf8), contentType: MetricsText.contentType))
         case .stats:
             let readings = await conditioner.counterReadings()
             let documents = meter.documents(readings, at: .now)

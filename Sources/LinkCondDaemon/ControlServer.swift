@@ -76,6 +76,10 @@ package struct ControlServer: Sendable {
         switch socket {
         case .inherited(let descriptor):
             return try await bootstrap.bind(descriptor, serverBackPressureStrategy: Self.acceptedWaiting, childChannelInitializer: initialize)
+        case .tcp(let host, let port):
+            // A restarted daemon binds again at once, even while closed scrapes linger in TIME_WAIT.
+            return try await bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: host, port: port, serverBackPressureStrategy: Self.acceptedWaiting, childChannelInitializer: initialize)
         case .path(let path):
             try SocketFile.prepare(path: path)
             let server = try await bootstrap.bind(
@@ -93,26 +97,35 @@ package struct ControlServer: Sendable {
     /// accept loop itself.
     @Sendable
     private func initialize(_ channel: any Channel) -> EventLoopFuture<Accepted> {
+        if case .tcp = socket {
+            return channel.eventLoop.makeSucceededFuture(admit(channel, peer: .scraper))
+        }
         let credentials: EventLoopFuture<PeerCredentials> = (channel as? SocketOptionProvider).map {
             $0.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SO_PEERCRED)
         } ?? channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
         return credentials.flatMapErrorThrowing { _ in PeerCredentials.unknown }.map { peer in
-            if let refusal = peer == .unknown ? "the peer's credentials cannot be read" : limiter.admit(uid: peer.uid) {
-                let reply = ControlError(.serviceUnavailable, code: "too-many-connections", message: "\(refusal); close some and retry").reply
-                channel.writeAndFlush(ByteBuffer(bytes: ConnectionGuard.encode(reply))).whenComplete { _ in channel.close(promise: nil) }
-                return Accepted(channel: channel, peer: peer, connection: nil)
-            }
-            let limiter = self.limiter
-            channel.closeFuture.whenComplete { _ in limiter.release(uid: peer.uid) }
-            do {
-                try addHTTPHandlers(to: channel)
-                let connection = try Connection(wrappingChannelSynchronously: channel)
-                try channel.syncOptions?.setOption(.autoRead, value: true)
-                return Accepted(channel: channel, peer: peer, connection: connection)
-            } catch {
-                channel.close(promise: nil)
-                return Accepted(channel: channel, peer: peer, connection: nil)
-            }
+            admit(channel, peer: peer)
+        }
+    }
+
+    /// Wraps an accepted connection for the accept loop, or answers 503 and closes it when its
+    /// user has too many open.
+    private func admit(_ channel: any Channel, peer: PeerCredentials) -> Accepted {
+        if let refusal = peer == .unknown ? "the peer's credentials cannot be read" : limiter.admit(uid: peer.uid) {
+            let reply = ControlError(.serviceUnavailable, code: "too-many-connections", message: "\(refusal); close some and retry").reply
+            channel.writeAndFlush(ByteBuffer(bytes: ConnectionGuard.encode(reply))).whenComplete { _ in channel.close(promise: nil) }
+            return Accepted(channel: channel, peer: peer, connection: nil)
+        }
+        let limiter = self.limiter
+        channel.closeFuture.whenComplete { _ in limiter.release(uid: peer.uid) }
+        do {
+            try addHTTPHandlers(to: channel)
+            let connection = try Connection(wrappingChannelSynchronously: channel)
+            try channel.syncOptions?.setOption(.autoRead, value: true)
+            return Accepted(channel: channel, peer: peer, connection: connection)
+        } catch {
+            channel.close(promise: nil)
+            return Accepted(channel: channel, peer: peer, connection: nil)
         }
     }
 
@@ -289,6 +302,9 @@ struct PeerCredentials: Sendable, Equatable {
     var gid: UInt32 = 0
 
     static let unknown = PeerCredentials(pid: -1, uid: .max, gid: .max)
+    /// A TCP peer, which has no credentials: a metrics scraper, served `/metrics` alone. All
+    /// of them share one connection limit.
+    static let scraper = PeerCredentials(pid: 0, uid: .max - 1, gid: .max - 1)
 }
 
 /// Where the control socket comes from.
@@ -297,4 +313,17 @@ public enum SocketSource: Sendable, Equatable {
     case path(String)
     /// Passed by systemd (`linkcondd.socket`), already bound and listening.
     case inherited(CInt)
+    /// A TCP address on loopback, for Prometheus to scrape `/metrics` (`--metrics-listen`).
+    case tcp(host: String, port: Int)
+}
+
+extension SocketSource: CustomStringConvertible {
+    /// Where clients connect, for messages.
+    public var description: String {
+        switch self {
+        case .path(let path): path
+        case .inherited(let descriptor): "the socket systemd passed (fd \(descriptor))"
+        case .tcp(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        }
+    }
 }

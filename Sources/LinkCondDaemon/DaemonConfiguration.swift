@@ -17,6 +17,8 @@ public struct DaemonConfiguration: Sendable {
     public var groupName: String
     /// Serve the test hook that fails a chosen netlink step.
     public var faultInjection: Bool
+    /// Also serve `GET /metrics` on this TCP address (on loopback), for Prometheus.
+    public var metricsListen: SocketSource?
 
     public static let defaultSocketPath = "/run/linkcond/control.sock"
     public static let defaultStateDirectory = "/run/linkcond/state"
@@ -32,7 +34,8 @@ public struct DaemonConfiguration: Sendable {
         stateDirectory: String = defaultStateDirectory,
         historyFile: String? = nil,
         groupName: String = defaultGroup,
-        faultInjection: Bool = false
+        faultInjection: Bool = false,
+        metricsListen: SocketSource? = nil
     ) {
         self.interface = interface
         self.socket = socket
@@ -42,13 +45,9 @@ public struct DaemonConfiguration: Sendable {
         self.historyFile = historyFile
         self.groupName = groupName
         self.faultInjection = faultInjection
+        self.metricsListen = metricsListen
     }
 
     /// The path clients connect to, for messages.
-    public var socketDescription: String {
-        switch socket {
-        case .path(let path): return path
-        case .inherited(let descriptor): return "the socket systemd passed (fd \(descriptor))"
-        }
-    }
+    public var socketDescription: String { socket.description }
 }

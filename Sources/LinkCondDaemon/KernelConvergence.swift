@@ -154,18 +154,28 @@ final class KernelConvergence {
             + documents(target.ifb, qdiscs: survey.ifbQdiscs, classes: survey.ifbClasses)
     }
 
-    /// The counters of `slot`'s leaves, summed per direction: the whole interface's bulk and
-    /// DNS leaves, or a matched condition's own leaf. `nil` while the slot has no profile.
-    func counters(of slot: ConditionSlot) -> (uplink: TrafficStatistics, downlink: TrafficStatistics)? {
-        guard profile(in: slot) != nil, let survey = try? engine.survey(target) else { return nil }
-        let leaves: Set<TrafficControlHandle> = switch slot {
-        case .whole: [ReservedHandles.bulkLeaf, ReservedHandles.dnsLeaf]
-        case .match(let number, _): [ReservedHandles.matchLeaf(number)]
+    /// The counters of each slot's leaves, summed per direction, from one survey of the
+    /// target: the whole interface's bulk and DNS leaves, or a matched condition's own leaf.
+    /// A slot without a profile has none.
+    func counters(of slots: [ConditionSlot]) -> [ConditionSlot: (uplink: TrafficStatistics, downlink: TrafficStatistics)] {
+        let wanted = slots.filter { profile(in: $0) != nil }
+        guard !wanted.isEmpty, let survey = try? engine.survey(target) else { return [:] }
+        func byHandle(_ qdiscs: [QdiscInfo]) -> [TrafficControlHandle: TrafficStatistics] {
+            Dictionary(qdiscs.compactMap { qdisc in qdisc.statistics.map { (qdisc.handle, $0) } }, uniquingKeysWith: +)
         }
-        func sum(_ qdiscs: [QdiscInfo]) -> TrafficStatistics {
-            qdiscs.filter { leaves.contains($0.handle) }.compactMap(\.statistics).reduce(.zero, +)
+        let (uplink, downlink) = (byHandle(survey.qdiscs), byHandle(survey.ifbQdiscs))
+        var counters: [ConditionSlot: (uplink: TrafficStatistics, downlink: TrafficStatistics)] = [:]
+        for slot in wanted {
+            let leaves: [TrafficControlHandle] = switch slot {
+            case .whole: [ReservedHandles.bulkLeaf, ReservedHandles.dnsLeaf]
+            case .match(let number, _): [ReservedHandles.matchLeaf(number)]
+            }
+            counters[slot] = (
+                leaves.compactMap { uplink[$0] }.reduce(.zero, +),
+                leaves.compactMap { downlink[$0] }.reduce(.zero, +)
+            )
         }
-        return (sum(survey.qdiscs), sum(survey.ifbQdiscs))
+        return counters
     }
 
     /// What the kernel has on the target now.

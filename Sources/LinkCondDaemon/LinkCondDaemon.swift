@@ -14,6 +14,8 @@ public struct LinkCondDaemon: Service {
     public let configuration: DaemonConfiguration
     public let conditioner: Conditioner
     let server: ControlServer
+    /// `GET /metrics` on TCP, with `--metrics-listen`.
+    let metricsServer: ControlServer?
     let notifier: SystemdNotifier
     let logger: Logger
 
@@ -82,14 +84,15 @@ public struct LinkCondDaemon: Service {
             logger: logger
         )
         try await conditioner.recover()
-        self.server = ControlServer(
-            socket: configuration.socket,
-            router: ControlRouter(
-                conditioner: conditioner, authorizer: authorizer, faults: faults, hostNames: HostNameResolver(timerLoop: group.next())
-            ),
-            group: group,
-            logger: logger
+        let router = ControlRouter(
+            conditioner: conditioner, authorizer: authorizer, faults: faults, hostNames: HostNameResolver(timerLoop: group.next())
         )
+        self.server = ControlServer(socket: configuration.socket, router: router, group: group, logger: logger)
+        self.metricsServer = configuration.metricsListen.map { address in
+            var metricsRouter = router
+            metricsRouter.metricsOnly = true
+            return ControlServer(socket: address, router: metricsRouter, group: group, logger: logger)
+        }
     }
 
     /// Serves until a graceful shutdown (SIGTERM, SIGINT), then removes all shaping.
@@ -101,13 +104,23 @@ public struct LinkCondDaemon: Service {
         defer {
             if case .path(let path) = configuration.socket { SocketFile.remove(path: path) }
         }
+        let metricsChannel: NIOAsyncChannel<ControlServer.Accepted, Never>?
+        do {
+            metricsChannel = try await metricsServer?.bind()
+        } catch {
+            try? await channel.channel.close()
+            throw DaemonError(code: .socket, message: "cannot listen for metrics on \(configuration.metricsListen.map(\.description) ?? ""): \(error)")
+        }
+        if let metricsListen = configuration.metricsListen {
+            logger.notice("serving GET /metrics on \(metricsListen.description)")
+        }
         logger.notice("ready: shaping \(configuration.interface), control socket \(configuration.socketDescription), exempt: \(configuration.exemptions.summary)")
         notifier.ready(status: "shaping \(configuration.interface)")
         let stopping = Mutex<Task<ShapingError?, Never>?>(nil)
         let stop: @Sendable () -> Task<ShapingError?, Never> = {
             stopping.withLock { task in
                 if let task { return task }
-                let started = Task { await self.stop(closing: channel) }
+                let started = Task { await self.stop(closing: channel, metricsChannel) }
                 task = started
                 return started
             }
@@ -116,6 +129,9 @@ public struct LinkCondDaemon: Service {
         await withTaskGroup(of: Void.self) { tasks in
             tasks.addTask { await reloadOnHangup() }
             tasks.addTask { await endConditionsInVanishedNamespaces() }
+            if let metricsServer, let metricsChannel {
+                tasks.addTask { try? await metricsServer.serve(metricsChannel) }
+            }
             // Stopping closes the listening socket instead of cancelling the accept loop: the
             // loop then still takes every connection already accepted, which NIO requires to
             // be closed through executeThenClose (a dropped one traps).
@@ -140,7 +156,9 @@ public struct LinkCondDaemon: Service {
 
     /// Ends any lease (its client hears why), removes all shaping, waits briefly for lease
     /// clients to get their last line, then closes the listening socket.
-    private func stop(closing channel: NIOAsyncChannel<ControlServer.Accepted, Never>) async -> ShapingError? {
+    private func stop(
+        closing channel: NIOAsyncChannel<ControlServer.Accepted, Never>, _ metricsChannel: NIOAsyncChannel<ControlServer.Accepted, Never>?
+    ) async -> ShapingError? {
         notifier.stopping()
         logger.notice("stopping: removing all shaping from \(configuration.interface)")
         var failure: ShapingError?
@@ -152,6 +170,7 @@ public struct LinkCondDaemon: Service {
         }
         await server.leaseStreams.waitUntilClosed(timeout: .seconds(2))
         try? await channel.channel.close()
+        try? await metricsChannel?.channel.close()
         return failure
     }
 

@@ -26,7 +26,7 @@ struct LinkCond: AsyncParsableCommand {
         version: LinkCondVersion.current,
         subcommands: [
             List.self, Show.self, Activate.self, Off.self, Release.self, Status.self, Run.self,
-            History.self, Reload.self, Doctor.self,
+            History.self, Watch.self, Reload.self, Doctor.self,
         ]
     )
 
@@ -111,7 +111,16 @@ func warn(_ message: String) {
 
 /// Pretty, stable JSON for `--json`.
 func printJSON<Value: Encodable>(_ value: Value) throws {
+    print(String(decoding: try jsonText(value), as: UTF8.self))
+}
+
+/// `value` as `printJSON` prints it, into the file at `path`, replacing it.
+func writeJSON<Value: Encodable>(_ value: Value, to path: String) throws {
+    try (jsonText(value) + Data("\n".utf8)).write(to: URL(fileURLWithPath: path))
+}
+
+private func jsonText<Value: Encodable>(_ value: Value) throws -> Data {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    return try encoder.encode(value)
 }

@@ -37,6 +37,8 @@ struct Run: AsyncParsableCommand {
     var isolated = false
     @Flag(help: "Take over a lease another client holds.") var force = false
     @Flag(help: "Delete a qdisc on the interface that linkcond did not create, instead of refusing.") var replaceForeign = false
+    @Option(help: ArgumentHelp("Also write the summary printed when the command ends to this file, as JSON (a CI artifact).", valueName: "file"))
+    var jsonSummary: String?
     @Argument(parsing: .captureForPassthrough, help: "The command and its arguments, after --.") var command: [String] = []
 
     func validate() throws {
@@ -64,7 +66,7 @@ struct Run: AsyncParsableCommand {
         )
         let arguments = self.arguments
         let told = Atomic<Bool>(false)
-        let outcome: (Int32, LeaseOutcome)
+        let outcome: (Ran, LeaseOutcome)
         do {
             var sandbox: ChildProcess.IsolatedChild?
             if isolated {
@@ -76,16 +78,28 @@ struct Run: AsyncParsableCommand {
                 told.store(true, ordering: .relaxed)
                 warn(Format.leaseInterruption(heard))
             }) { [sandbox] status in
-                guard let sandbox else {
+                let counters = { () async -> ConditionStatsDocument? in
+                    try? await client.stats().conditions.first { $0.id == status.id }
+                }
+                let before = await counters()
+                let started = ContinuousClock.now
+                let exitStatus: Int32
+                if let sandbox {
+                    let address = status.sandbox.map { " (\($0.address) via \($0.hostInterface))" } ?? ""
+                    warn("\(status.profile?.name ?? "the condition") in a sandbox of its own\(address) while \(arguments[0]) runs")
+                    for warning in status.sandbox?.warnings ?? [] {
+                        warn("warning: \(warning)")
+                    }
+                    exitStatus = try await sandbox.run(arguments[0])
+                } else {
                     warn("\(status.profile?.name ?? "the condition") on \(status.id) while \(arguments[0]) runs")
-                    return try await ChildProcess.run(arguments)
+                    exitStatus = try await ChildProcess.run(arguments)
                 }
-                let address = status.sandbox.map { " (\($0.address) via \($0.hostInterface))" } ?? ""
-                warn("\(status.profile?.name ?? "the condition") in a sandbox of its own\(address) while \(arguments[0]) runs")
-                for warning in status.sandbox?.warnings ?? [] {
-                    warn("warning: \(warning)")
-                }
-                return try await sandbox.run(arguments[0])
+                let elapsed = ContinuousClock.now - started
+                return Ran(
+                    status: status, exitStatus: exitStatus, before: before, after: await counters(),
+                    seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                )
             }
         } catch let error as ControlClientError {
             warn("\(selection.explain(error).message); \(arguments[0]) did not run")
@@ -97,9 +111,31 @@ struct Run: AsyncParsableCommand {
             warn("\(error); \(arguments[0]) did not run")
             throw ExitCode(Status.linkcondFailed)
         }
+        let ran = outcome.0
+        let summary = RunSummary(
+            condition: ran.status.id, profile: ran.status.profile?.name ?? "the condition", seconds: ran.seconds,
+            exitStatus: ran.exitStatus, ended: outcome.1, before: ran.before, after: ran.after
+        )
+        warn(summary.line)
+        if let jsonSummary {
+            do {
+                try writeJSON(summary, to: jsonSummary)
+            } catch {
+                warn("could not write the summary to \(jsonSummary): \(error)")
+            }
+        }
         if case .connectionLost = outcome.1, !told.load(ordering: .relaxed) {
             warn(Format.leaseInterruption(outcome.1))
         }
-        throw ExitCode(outcome.0)
+        throw ExitCode(ran.exitStatus)
+    }
+
+    /// What came out of running the command under the condition.
+    struct Ran: Sendable {
+        var status: StatusResponse
+        var exitStatus: Int32
+        var before: ConditionStatsDocument?
+        var after: ConditionStatsDocument?
+        var seconds: Double
     }
 }

@@ -59,6 +59,12 @@ struct DaemonCommand: ParsableCommand {
     @Option(help: "Members of this group may change the condition, besides root.")
     var group: String = DaemonConfiguration.defaultGroup
 
+    @Option(help: ArgumentHelp(
+        "Also serve GET /metrics (Prometheus's text format) over TCP on this loopback address, e.g. 127.0.0.1:9464 or [::1]:9464. Off by default.",
+        valueName: "address:port"
+    ))
+    var metricsListen: String?
+
     @Option(help: ArgumentHelp("Directory for the state a restarted daemon recovers from; on a tmpfs, so that a reboot forgets it.", valueName: "dir"))
     var stateDir: String = DaemonConfiguration.defaultStateDirectory
 
@@ -122,7 +128,8 @@ struct DaemonCommand: ParsableCommand {
             stateDirectory: absolutePath(stateDir),
             historyFile: absolutePath(historyFile),
             groupName: group,
-            faultInjection: enableFaultInjection
+            faultInjection: enableFaultInjection,
+            metricsListen: try metricsListen.map(SocketSource.metricsListener(parsing:))
         )
         return try await LinkCondDaemon(
             configuration: configuration, kernel: try openKernel(), namespaces: NetlinkNamespaces(),

@@ -11,7 +11,10 @@
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/conditions-setup.sh"
-daemon_start --enable-fault-injection
+# Metrics on TCP too, inside the client namespace (its own loopback).
+METRICS_ADDRESS=127.0.0.1:9464
+DAEMON_ARGS=(--enable-fault-injection --metrics-listen "$METRICS_ADDRESS")
+daemon_start "${DAEMON_ARGS[@]}"
 
 # ------------------------------------------------------------------ 21
 log "21. lane $LANE: a condition on each of two interfaces, each measured against its own profile"
@@ -68,7 +71,7 @@ SIG_E=$(tree_e)
 SIG_C=$(tree_c)
 ifb_e_index=$(cli cat "/sys/class/net/$IFB_E/ifindex" 2>/dev/null || echo none)
 daemon_stop KILL
-daemon_start --enable-fault-injection
+daemon_start "${DAEMON_ARGS[@]}"
 check_equal "after a restart: both conditions back" "$IF_C=LC Test A $IF_E=100% Loss" "$(conditions_now)"
 check_equal "after a restart: the default's tree untouched" "$SIG_C" "$(tree_c)"
 check_equal "after a restart: the second's tree untouched" "$SIG_E" "$(tree_e)"
@@ -148,7 +151,7 @@ root_and_ingress() { awk '$4 == "root" || $2 == "ingress" { printf "%s %s ", $2,
 ID_K="pid/$CONTAINER_PID/$IF_K"
 for _ in $(seq 100); do container ip link show "$IF_K" | grep -q 'state UP' && break; snooze 0.1; done
 
-daemon_start --enable-fault-injection
+daemon_start "${DAEMON_ARGS[@]}"
 lc activate "LC Test A" >/dev/null
 SIG_C=$(tree_c)
 measure_container
@@ -172,7 +175,7 @@ check_contains "activate --pid of linkcondd itself: names the id to use" "$LC_ER
 tree_k() { (TREE_PID=$CONTAINER_PID IF_C=$IF_K IFB=lc-$IF_K tree_signature); }
 TREE_K=$(tree_k)
 daemon_stop KILL
-daemon_start --enable-fault-injection
+daemon_start "${DAEMON_ARGS[@]}"
 check_equal "after a restart: the container's condition back" "$IF_C=LC Test A $ID_K=LC Test B" "$(conditions_now)"
 check_equal "after a restart: the container's tree" "$TREE_K" "$(tree_k)"
 
@@ -191,7 +194,7 @@ for k in 0 1 2 10 20 30 40 $((steps_k - 1)); do
     wait "$DAEMON_PID" 2>/dev/null || true
     DAEMON_PID=""
     killed=$((killed + 1))
-    daemon_start --enable-fault-injection
+    daemon_start "${DAEMON_ARGS[@]}"
     now=$(container_condition)
     tree=$(tree_k)
     if [[ ($now == off && $tree == none) || ($now == "LC Test B" && $tree == "$TREE_K") ]]; then
@@ -274,6 +277,16 @@ check_range "counters: downlink, bytes carried" "$(counted .downlink.bytes "$bef
 check_range "counters: downlink, dropped" "$(counted .downlink.droppedPackets "$before" "$after")" 0 0 packets "none"
 lc_capture status
 check_contains "status shows the counters on a traffic line" "$LC_OUT" "traffic: down "
+metric() { timeout 10 curl -s --unix-socket "$SOCK" http://linkcond/metrics | awk -v k="$1{condition=\"$IF_C\",direction=\"$2\"}" '$1 == k { print $2 }'; }
+check_equal "GET /metrics: the same counters, for Prometheus (uplink dropped, downlink packets)" \
+    "$(jq -r '"\(.uplink.droppedPackets) \(.downlink.packets)"' <<<"$after")" \
+    "$(metric linkcond_dropped_packets_total up) $(metric linkcond_packets_total down)"
+# The same series (names and labels: a counter may move between the two reads).
+series() { grep -v '^#' | awk '{ print $1 }' | sort; }
+check_equal "--metrics-listen $METRICS_ADDRESS: the same series over TCP; the rest of the API is not there" "same 404" \
+    "$(cmp -s <(cli timeout 10 curl -s "http://$METRICS_ADDRESS/metrics" | series) \
+        <(timeout 10 curl -s --unix-socket "$SOCK" http://linkcond/metrics | series) && echo same || echo different) \
+$(cli timeout 10 curl -s -o /dev/null -w '%{http_code}' "http://$METRICS_ADDRESS/v1/status")"
 # A burst of 300 into 4 kbit/s: htb lets its 1600-byte bucket through, netem queues 32 (its
 # least), the rest is dropped; the queue then drains at the rate for about five seconds.
 lc activate "LC Test Queue" >/dev/null
@@ -282,8 +295,18 @@ probe_cli 90 loss --ctl "$CTL" --count 300 --gap 0.0003 --grace 0.1 --task "up:$
 first=$(stats_now)
 snooze 1.5
 second=$(stats_now)
+# `linkcond watch` into a file meanwhile: plain lines, one per update, rates and drops.
+lc watch --interval 1 --count 2 >"$WORK/watch.out" 2>&1 &
+watch_pid=$!
 snooze 6
 drained=$(stats_now)
+wait "$watch_pid" || true
+note "watch: $(tr '\n' '|' <"$WORK/watch.out")"
+check_equal "watch, not on a terminal: one plain line per update for the condition" "2 2" \
+    "$(wc -l <"$WORK/watch.out") $(grep -c " $IF_C LC Test Queue; down " "$WORK/watch.out")"
+check_equal "watch: the uplink's drops on its last line, since the condition's objects were made, as GET /v1/stats counts them" \
+    "$(jq -r '.uplink.droppedPackets' <<<"$drained")" \
+    "$(tail -1 "$WORK/watch.out" | sed -n 's/.*; up [^;]* bytes \([0-9]*\) dropped.*/\1/p' | grep . || echo null)"
 note "counters: before $before; after the burst $first; 1.5 s later $second; drained $drained"
 check_range "counters: a full queue's drops" "$(counted .uplink.droppedPackets "$before" "$first")" 200 280 packets "300 less the bucket's and the queue's"
 check_range "counters: queued just after the burst" "$(jq -r '.uplink.queuedPackets // "null"' <<<"$first")" 1 32 packets "up to the queue's 32"
@@ -292,6 +315,17 @@ check_range "counters: carried, dropped and queued add up to what was sent" \
     "$(jq -n -r --argjson a "$before" --argjson b "$drained" '($b.uplink.packets - $a.uplink.packets) + ($b.uplink.droppedPackets - $a.uplink.droppedPackets) + $b.uplink.queuedPackets')" \
     300 310 packets "the 300 sent"
 lc activate "LC Test A" >/dev/null
+# `run` says what its command's traffic met when it ends, and writes it for CI with
+# --json-summary: 100 datagrams up under 100% loss, each dropped.
+lc_capture run --profile "LC Test Drop" --json-summary "$WORK/run-summary.json" -- \
+    ip netns exec "$NS_C" python3 "$PROBE" loss --ctl "$CTL" --count 100 --gap 0.002 --task "up:$S4"
+check_contains "run: one line on stderr when the command ends" "$LC_ERR" "LC Test Drop on $IF_C for "
+check_equal "run --json-summary: the condition, profile, status and how it ended" "$IF_C LC Test Drop 0 released" \
+    "$(jq -r '"\(.condition) \(.profile) \(.exitStatus) \(.ended)"' "$WORK/run-summary.json" 2>/dev/null)"
+check_range "run --json-summary: uplink packets dropped while the command ran" \
+    "$(json "$WORK/run-summary.json" .uplink.droppedPackets)" 100 105 packets "the 100 it sent"
+check_equal "run: the condition from before is back" "LC Test A" \
+    "$(list_json | jq -r --arg id "$IF_C" '.conditions[] | select(.id == $id) | .profile.name // "off"')"
 
 daemon_stop TERM
 check_equal "SIGTERM after both namespaces ended: no state file left" "none" "$(ls "$WORK/state" 2>/dev/null | tr '\n' ' ' | sed 's/ $//' | grep . || echo none)"

@@ -69,7 +69,11 @@ cases=$(grep -A1 '^Test cases:' "$WORK/schemathesis.log" | tail -n 1 | sed 's/^ 
 tested=$(grep -m1 '^ *Tested:' "$WORK/schemathesis.log" | sed 's/^ *Tested: *//')
 seed=$(grep -m1 '^Seed:' "$WORK/schemathesis.log" | sed 's/^Seed: *//')
 note "schemathesis: ${cases:-no summary} (seed ${seed:-?}); log $WORK/schemathesis.log"
-check_equal "schemathesis: every operation but the lease stream tested" "14" "${tested:-none (see the log)}"
+# What the description has: each method of each path, but the lease stream's.
+operations=$("$VENV/bin/python3" -c 'import sys, yaml
+paths = yaml.safe_load(open(sys.argv[1]))["paths"]
+print(sum(1 for path, item in paths.items() if path != "/v1/leases" for method in item if method in ("get", "put", "post", "delete", "patch")))' "$WORK/openapi.yaml")
+check_equal "schemathesis: every operation but the lease stream tested" "$operations" "${tested:-none (see the log)}"
 st=FAIL
 [[ $st_rc == 0 && $cases =~ ^([0-9]+)\ generated,\ ([0-9]+)\ passed$ ]] &&
     ((BASH_REMATCH[1] == BASH_REMATCH[2] && BASH_REMATCH[1] >= 200)) && st=PASS

@@ -72,9 +72,9 @@ def docs(args):
         for method in item
         if method in ("get", "put", "post", "delete", "patch")
     }
-    # api.md's endpoint table: | `GET`, `PUT` | `/v1/...` | ...
+    # api.md's endpoint table: | `GET`, `PUT` | `/v1/...` | ... (and `/metrics`, beside /v1 for scrapers)
     listed = set()
-    for methods, path in re.findall(r"^\| ((?:`[A-Z]+`(?:, )?)+) \| `(/v1/[^`]*)` \|", text, re.M):
+    for methods, path in re.findall(r"^\| ((?:`[A-Z]+`(?:, )?)+) \| `(/v1/[^`]*|/metrics)` \|", text, re.M):
         for method in re.findall(r"`([A-Z]+)`", methods):
             listed.add((method, path))
     # api.md's error table: | 409 | `lease-held` | ...

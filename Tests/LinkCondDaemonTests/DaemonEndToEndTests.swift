@@ -14,7 +14,7 @@ import Testing
 struct DaemonEndToEndTests {
     /// Runs the daemon service on a model kernel while `body` talks to it, then shuts it down
     /// the way SIGTERM does.
-    func withDaemon(kernel: FakeKernel, _ body: (ControlClient, String) async throws -> Void) async throws {
+    func withDaemon(kernel: FakeKernel, metricsListen: SocketSource? = nil, _ body: (ControlClient, String) async throws -> Void) async throws {
         let socketPath = TestDaemon.socketPath()
         let directory = try TestDaemon.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -28,7 +28,7 @@ struct DaemonEndToEndTests {
             configuration: DaemonConfiguration(
                 interface: "eth0", socket: .path(socketPath), profileDirectories: [directory.path], exemptions: .default,
                 stateDirectory: directory.appendingPathComponent("run").path,
-                historyFile: directory.appendingPathComponent("history.jsonl").path
+                historyFile: directory.appendingPathComponent("history.jsonl").path, metricsListen: metricsListen
             ),
             kernel: kernel, group: MultiThreadedEventLoopGroup.singleton, logger: .quiet
         )

@@ -83,4 +83,26 @@ struct TrafficMeterTests {
         let post = await router.respond(to: ControlRequest(method: .POST, uri: "/v1/stats", body: [], requester: TestDaemon.root))
         #expect(post.status == .methodNotAllowed)
     }
+
+    @Test("A peer's condition counts its own leaf, and the whole interface's its own, from one survey")
+    func peerCounters() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let router = ControlRouter(conditioner: TestDaemon.conditioner(kernel: kernel), authorizer: TestDaemon.authorizer)
+        for (uri, profile) in [("/v1/conditions/eth0%4010.0.0.5", "Nasty Net"), ("/v1/condition", "Slow Net")] {
+            let reply = await router.respond(to: ControlRequest(method: .PUT, uri: uri, body: Array("{\"profile\": \"\(profile)\"}".utf8), requester: TestDaemon.root))
+            #expect(reply.status == HTTPResponseStatus.ok, "\(uri): \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        kernel.counters = [
+            "eth0": [ReservedHandles.matchLeaf(1): Self.counters(bytes: 700, packets: 7, drops: 3), ReservedHandles.bulkLeaf: Self.counters(bytes: 50, packets: 1)],
+            "lc-eth0": [ReservedHandles.matchLeaf(1): Self.counters(bytes: 800, packets: 8)],
+        ]
+        let surveysBefore = kernel.surveys
+        let reply = await router.respond(to: ControlRequest(method: .GET, uri: "/v1/stats", body: [], requester: TestDaemon.bob))
+        let stats = try JSONDecoder().decode(StatsResponse.self, from: Data(reply.body))
+        #expect(stats.conditions.map(\.id) == ["eth0", "eth0@10.0.0.5"])
+        #expect(stats.conditions.last?.uplink?.droppedPackets == 3)
+        #expect(stats.conditions.last?.downlink?.bytes == 800)
+        #expect(stats.conditions.first?.uplink?.bytes == 50)
+        #expect(kernel.surveys - surveysBefore == 1, "one survey for the two conditions of one interface")
+    }
 }

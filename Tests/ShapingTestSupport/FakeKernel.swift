@@ -34,6 +34,7 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
     private var _executed: [TrafficStep] = []
     private var _refusal: (@Sendable (TrafficStep, Int) -> NetlinkError?)?
     private var _counters: [String: [TrafficControlHandle: TrafficStatistics]] = [:]
+    private var _surveys = 0
     private var nextIndex: Int32 = 2
 
     public var devices: [String: Device] { lock.withLock { _devices } }
@@ -48,6 +49,8 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
         get { lock.withLock { _counters } }
         set { lock.withLock { _counters = newValue } }
     }
+    /// How many surveys were asked for.
+    public var surveys: Int { lock.withLock { _surveys } }
 
     public init(interfaces: [String] = ["eth0"]) {
         for name in interfaces {
@@ -190,6 +193,7 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
     public func survey(_ target: ShapingTarget) throws(NetlinkError) -> KernelSurvey {
         let devices = self.devices
         let counters = self.counters
+        lock.withLock { _surveys += 1 }
         var survey = KernelSurvey(target: target, interface: link(target.interface, in: devices), ifb: link(target.ifb, in: devices))
         if let interface = devices[target.interface] {
             survey.qdiscs = qdiscInfos(interface, counters: counters[target.interface] ?? [:])

@@ -1,0 +1,66 @@
+import ControlAPI
+import LinkCondClient
+
+/// What `linkcond run` tells when its command has ended: how long the condition held, how it
+/// ended, and what its shaping carried and dropped meanwhile, from the daemon's counters read
+/// when the command started and when it ended.
+struct RunSummary: Codable, Equatable {
+    struct Direction: Codable, Equatable {
+        var bytes: UInt64
+        var packets: UInt64
+        /// By the profile's loss or a full queue: the kernel counts both as one.
+        var droppedPackets: UInt64
+    }
+
+    /// The condition's id (`eth0`, `pid/4242/eth0` for a sandbox).
+    var condition: String
+    var profile: String
+    var seconds: Double
+    /// The command's exit status, as `run` exits with it.
+    var exitStatus: Int32
+    /// How the condition's lease ended: `released` when the command did, or `expired`,
+    /// `taken-over`, `shutdown`, `namespace-ended`, `connection-lost`.
+    var ended: String
+    /// `nil` when the counters could not be read at both ends.
+    var downlink: Direction?
+    var uplink: Direction?
+
+    init(
+        condition: String, profile: String, seconds: Double, exitStatus: Int32, ended: LeaseOutcome,
+        before: ConditionStatsDocument?, after: ConditionStatsDocument?
+    ) {
+        self.condition = condition
+        self.profile = profile
+        self.seconds = seconds
+        self.exitStatus = exitStatus
+        switch ended {
+        case .ended(let event): self.ended = event.reason?.rawValue ?? "ended"
+        case .connectionLost: self.ended = "connection-lost"
+        }
+        downlink = Self.difference(before?.downlink, after?.downlink)
+        uplink = Self.difference(before?.uplink, after?.uplink)
+    }
+
+    /// What a direction's counters grew by; counters that went down belong to objects made
+    /// anew meanwhile, and count from zero.
+    static func difference(_ before: DirectionStatsDocument?, _ after: DirectionStatsDocument?) -> Direction? {
+        guard let before, let after else { return nil }
+        let fresh = after.bytes < before.bytes || after.packets < before.packets || after.droppedPackets < before.droppedPackets
+        return Direction(
+            bytes: after.bytes - (fresh ? 0 : before.bytes),
+            packets: after.packets - (fresh ? 0 : before.packets),
+            droppedPackets: after.droppedPackets - (fresh ? 0 : before.droppedPackets)
+        )
+    }
+
+    /// `Slow Net on eth0 for 12.3 s: down 1234 bytes, 10 packets, 0 dropped; up …`
+    var line: String {
+        let tenths = Int((seconds * 10).rounded())
+        var line = "\(profile) on \(condition) for \(tenths / 10).\(tenths % 10) s"
+        if ended != "released" { line += " (it ended early: \(ended))" }
+        let directions = [("down", downlink), ("up", uplink)].compactMap { name, counters in
+            counters.map { "\(name) \($0.bytes) bytes, \($0.packets) packets, \($0.droppedPackets) dropped" }
+        }
+        return directions.isEmpty ? line : line + ": " + directions.joined(separator: "; ")
+    }
+}

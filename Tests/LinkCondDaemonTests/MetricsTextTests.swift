@@ -1,0 +1,55 @@
+import ControlAPI
+import Foundation
+@testable import LinkCondDaemon
+import NIOHTTP1
+import Netlink
+import Shaping
+import ShapingTestSupport
+import Testing
+
+@Suite("GET /metrics: Prometheus's text format")
+struct MetricsTextTests {
+    @Test("Each condition's state, lease and counters per direction, with HELP and TYPE once per family")
+    func render() {
+        let counters = ConditionCounters(
+            id: "eth0", profile: "Slow Net",
+            uplink: TrafficStatistics(packets: 4, bytes: 300, drops: 1, overlimits: 0, queuedPackets: 0, queuedBytes: 0),
+            downlink: TrafficStatistics(packets: 9, bytes: 9000, drops: 0, overlimits: 0, queuedPackets: 2, queuedBytes: 3000)
+        )
+        let text = MetricsText.render([
+            .init(id: "eth0", profile: "Slow Net", leaseSecondsLeft: 25, counters: counters),
+            .init(id: "eth1", profile: nil, leaseSecondsLeft: nil, counters: nil),
+        ])
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.hasPrefix("# TYPE ") }.count == 7)
+        #expect(lines.contains(#"linkcond_condition_active{condition="eth0",profile="Slow Net"} 1"#))
+        #expect(lines.contains(#"linkcond_condition_active{condition="eth1",profile=""} 0"#))
+        #expect(lines.contains(#"linkcond_lease_seconds_left{condition="eth0"} 25"#))
+        #expect(lines.contains(#"linkcond_bytes_total{condition="eth0",direction="down"} 9000"#))
+        #expect(lines.contains(#"linkcond_packets_total{condition="eth0",direction="up"} 4"#))
+        #expect(lines.contains(#"linkcond_dropped_packets_total{condition="eth0",direction="up"} 1"#))
+        #expect(lines.contains(#"linkcond_queued_bytes{condition="eth0",direction="down"} 3000"#))
+        #expect(!text.contains(#"condition="eth1",direction"#), "a condition that is off has no counters")
+        #expect(text.hasSuffix("\n"))
+    }
+
+    @Test("Label values escape backslash, double quote and newline")
+    func escaping() {
+        #expect(MetricsText.escaped(#"a\b"c"# + "\nd") == #"a\\b\"c\nd"#)
+    }
+
+    @Test("Served on the control socket to anyone, as text")
+    func endpoint() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let router = ControlRouter(conditioner: TestDaemon.conditioner(kernel: kernel), authorizer: TestDaemon.authorizer)
+        _ = await router.respond(to: ControlRequest(method: .PUT, uri: "/v1/condition", body: Array(#"{"profile": "Slow Net"}"#.utf8), requester: TestDaemon.root))
+        let reply = await router.respond(to: ControlRequest(method: .GET, uri: "/metrics", body: [], requester: TestDaemon.bob))
+        #expect(reply.status == HTTPResponseStatus.ok)
+        #expect(reply.contentType == "text/plain; version=0.0.4; charset=utf-8")
+        let text = String(decoding: reply.body, as: UTF8.self)
+        #expect(text.contains(#"linkcond_condition_active{condition="eth0",profile="Slow Net"} 1"#))
+        #expect(text.contains(#"linkcond_bytes_total{condition="eth0",direction="down"} 0"#))
+        let post = await router.respond(to: ControlRequest(method: .DELETE, uri: "/metrics", body: [], requester: TestDaemon.root))
+        #expect(post.status == HTTPResponseStatus.methodNotAllowed)
+    }
+}
