@@ -1,3 +1,4 @@
+import ControlAPI
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -8,7 +9,7 @@ extension ControlClient {
     /// Names the daemon's socket for every client: the CLI, the library, test harnesses.
     public static let socketEnvironmentVariable = "LINKCOND_SOCKET"
     /// Where the packaged daemon (and its systemd socket unit) listens.
-    public static let defaultSocketPath = "/run/linkcond/control.sock"
+    public static let defaultSocketPath = ControlSocket.defaultPath
 
     /// The socket `linkcond` itself would talk to: `$LINKCOND_SOCKET` when set, else the default.
     public static func socketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {

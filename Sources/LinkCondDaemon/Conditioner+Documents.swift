@@ -111,11 +111,8 @@ extension Conditioner {
     /// read now: each target's tree is surveyed once, however many conditions it holds.
     func counterReadings() -> [ConditionCounters] {
         let conditions = orderedConditions
-        var byTarget: [ObjectIdentifier: [ConditionSlot: (uplink: TrafficStatistics, downlink: TrafficStatistics)]] = [:]
-        for condition in conditions where byTarget[ObjectIdentifier(condition.convergence)] == nil {
-            let convergence = condition.convergence
-            let slots = conditions.filter { $0.convergence === convergence }.map(\.slot)
-            byTarget[ObjectIdentifier(convergence)] = convergence.counters(of: slots)
+        let byTarget = Dictionary(grouping: conditions) { ObjectIdentifier($0.convergence) }.mapValues { sharing in
+            sharing[0].convergence.counters(of: sharing.map(\.slot))
         }
         return conditions.compactMap { condition in
             guard let counters = byTarget[ObjectIdentifier(condition.convergence)]?[condition.slot] else { return nil }

@@ -78,12 +78,11 @@ struct ControlRouter: Sendable {
         case .profile(let name):
             return .reply(.json(try await conditioner.profile(named: name)))
         case .metrics:
-            let readings = await conditioner.counterReadings()
-            let list = await conditioner.conditionList()
-            let conditions = list.conditions.map { status in
+            let readings = Dictionary(await conditioner.counterReadings().map { ($0.id, $0) }) { first, _ in first }
+            let conditions = await conditioner.conditionList().conditions.map { status in
                 MetricsText.Condition(
                     id: status.id, profile: status.profile?.name, leaseSecondsLeft: status.lease?.secondsLeft,
-                    counters: readings.first { $0.id == status.id }
+                    counters: readings[status.id]
                 )
             }
             return .reply(ControlReply(status: .ok, body: Array(MetricsText.render(conditions).utf8), contentType: MetricsText.contentType))

@@ -1,3 +1,4 @@
+import ControlAPI
 import Shaping
 
 /// Everything the daemon is told at start-up.
@@ -20,7 +21,7 @@ public struct DaemonConfiguration: Sendable {
     /// Also serve `GET /metrics` on this TCP address (on loopback), for Prometheus.
     public var metricsListen: SocketSource?
 
-    public static let defaultSocketPath = "/run/linkcond/control.sock"
+    public static let defaultSocketPath = ControlSocket.defaultPath
     public static let defaultStateDirectory = "/run/linkcond/state"
     public static let defaultHistoryFile = "/var/lib/linkcond/history.jsonl"
     public static let systemProfileDirectory = "/etc/linkcond/profiles"

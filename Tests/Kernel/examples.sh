@@ -71,10 +71,15 @@ example=Examples/swift-testing/.build/debug/PageLoadExamplePackageTests.xctest
 [[ -x $example ]] || { echo "examples.sh: $example is missing; build it on the host: swift build --build-tests --package-path Examples/swift-testing" >&2; exit 1; }
 conditions() { curl -s --unix-socket /run/linkcond/control.sock http://linkcond/v1/conditions | jq -c '[.conditions[] | {id, active, profile: .profile.name, lease}]'; }
 before=$(conditions)
+# Each run must have run its tests: a test binary that finds none exits 0 too.
 echo "--- Examples/swift-testing: XCTest"
-"$example"
+"$example" 2>&1 | tee "$WORK/xctest.out"
+grep -q "Executed 1 test, with 0 failures" "$WORK/xctest.out" ||
+    { echo "examples.sh: the XCTest run did not run its one test" >&2; exit 1; }
 echo "--- Examples/swift-testing: Swift Testing"
-"$example" --testing-library swift-testing
+"$example" --testing-library swift-testing 2>&1 | tee "$WORK/swift-testing.out"
+grep -q "Test run with 2 tests in 1 suite passed" "$WORK/swift-testing.out" ||
+    { echo "examples.sh: the Swift Testing run did not pass its two tests" >&2; exit 1; }
 after=$(conditions)
 [[ $after == "$before" ]] || { echo "examples.sh: the Swift example's tests left the conditions changed: $before -> $after" >&2; exit 1; }
 echo "Examples/swift-testing: its XCTest and Swift Testing tests passed; conditions as before: $after"
