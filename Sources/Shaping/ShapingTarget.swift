@@ -20,7 +20,13 @@ public struct ShapingTarget: Hashable, Sendable {
         let hash = String(fnv1a(interface) & 0xFFFF, radix: 16)
         let padded = String(repeating: "0", count: 4 - hash.count) + hash
         let room = maximumNameLength - ifbPrefix.utf8.count - 1 - padded.count
-        let stem = String(decoding: interface.utf8.prefix(room), as: UTF8.self)
+        // Whole characters only: a UTF-8 sequence cut in two would decode to a 3-byte U+FFFD
+        // and overrun the limit (the kernel then refuses the name).
+        var stem = ""
+        for scalar in interface.unicodeScalars {
+            guard stem.utf8.count + String(scalar).utf8.count <= room else { break }
+            stem.unicodeScalars.append(scalar)
+        }
         return ifbPrefix + stem + "-" + padded
     }
 

@@ -73,6 +73,16 @@ struct NamingTests {
         #expect(first.hasPrefix("lc-enx"))
     }
 
+    @Test("A long name with multi-byte characters is shortened at a character's edge, within 15 bytes")
+    func longMultiByteName() {
+        // The name schemathesis sent (GET /v1/conditions/%F1%92%A6%B8%C3%A8%C2%8F%F0%93%A3%8D%C3%87):
+        // cut inside a character, it became a U+FFFD that overran the limit.
+        let ifb = ShapingTarget(interface: "\u{526B8}\u{E8}\u{8F}\u{138CD}\u{C7}").ifb
+        #expect(ifb.utf8.count <= 15)
+        #expect(!ifb.unicodeScalars.contains("\u{FFFD}"))
+        #expect(ifb.hasPrefix("lc-\u{526B8}\u{E8}"))
+    }
+
     @Test("Port exemptions read 22, 22/tcp and 53/udp", arguments: [
         ("22", PortExemption(port: 22, transport: .tcp)),
         ("22/tcp", PortExemption(port: 22, transport: .tcp)),
