@@ -7,6 +7,8 @@ DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
 SYSCONFDIR ?= /etc
 
 RELEASE := .build/release
@@ -15,7 +17,7 @@ GENERATED := .build/generated
 # that `make && sudo make install` does not run the toolchain again as root.
 GENERATED_STAMP := $(GENERATED)/.complete
 
-.PHONY: all build test unit-test kernel-test demo bench fuzz install uninstall generated clean
+.PHONY: all build test unit-test kernel-test demo bench fuzz install uninstall deb generated clean
 
 all: generated
 
@@ -68,10 +70,10 @@ fuzz:
 ## binaries just built (swift-argument-parser's generate-manual, built on its own).
 generated: $(GENERATED_STAMP)
 
-$(GENERATED_STAMP): $(RELEASE)/linkcond $(RELEASE)/linkcondd
+$(GENERATED_STAMP): $(RELEASE)/linkcond $(RELEASE)/linkcondd Makefile
 	rm -rf $(GENERATED) && mkdir -p $(GENERATED)/man
 	for tool in linkcond linkcondd; do \
-		$(RELEASE)/$$tool --generate-completion-script bash > $(GENERATED)/$$tool.bash && \
+		$(RELEASE)/$$tool --generate-completion-script bash | sed '1{/^#!/d}' > $(GENERATED)/$$tool.bash && \
 		$(RELEASE)/$$tool --generate-completion-script zsh > $(GENERATED)/_$$tool && \
 		$(RELEASE)/$$tool --generate-completion-script fish > $(GENERATED)/$$tool.fish || exit 1; \
 	done
@@ -101,15 +103,17 @@ install: $(GENERATED_STAMP)
 	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service
 	install -m644 systemd/linkcondd.socket $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.socket
 	install -Dm644 systemd/linkcond.sysusers $(DESTDIR)$(SYSUSERSDIR)/linkcond.conf
+	install -Dm644 systemd/linkcond.tmpfiles $(DESTDIR)$(TMPFILESDIR)/linkcond.conf
 	for tool in linkcond linkcondd; do \
 		install -Dm644 $(GENERATED)/$$tool.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/$$tool && \
-		install -Dm644 $(GENERATED)/_$$tool $(DESTDIR)$(DATADIR)/zsh/site-functions/_$$tool && \
+		install -Dm644 $(GENERATED)/_$$tool $(DESTDIR)$(ZSHCOMPDIR)/_$$tool && \
 		install -Dm644 $(GENERATED)/$$tool.fish $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/$$tool.fish || exit 1; \
 	done
 	install -d $(DESTDIR)$(MANDIR)/man1
 	install -m644 $(GENERATED)/man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	if $(LIVE_SYSTEMD); then \
-		systemd-sysusers $(SYSUSERSDIR)/linkcond.conf && systemctl daemon-reload; \
+		systemd-sysusers $(SYSUSERSDIR)/linkcond.conf && systemd-tmpfiles --create $(TMPFILESDIR)/linkcond.conf && \
+			systemctl daemon-reload; \
 	fi
 
 ## Stops and disables the units, then removes what `install` put in place. What stays, on
@@ -122,14 +126,20 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/linkcondd $(DESTDIR)$(BINDIR)/linkcond
 	rm -rf $(DESTDIR)$(DATADIR)/linkcond
 	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.socket
-	rm -f $(DESTDIR)$(SYSUSERSDIR)/linkcond.conf
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/linkcond.conf $(DESTDIR)$(TMPFILESDIR)/linkcond.conf
 	for tool in linkcond linkcondd; do \
-		rm -f $(DESTDIR)$(DATADIR)/bash-completion/completions/$$tool $(DESTDIR)$(DATADIR)/zsh/site-functions/_$$tool \
+		rm -f $(DESTDIR)$(DATADIR)/bash-completion/completions/$$tool $(DESTDIR)$(ZSHCOMPDIR)/_$$tool \
 			$(DESTDIR)$(DATADIR)/fish/vendor_completions.d/$$tool.fish; \
 	done
 	rm -f $(DESTDIR)$(MANDIR)/man1/linkcond.*1 $(DESTDIR)$(MANDIR)/man1/linkcond.1 $(DESTDIR)$(MANDIR)/man1/linkcondd.1
 	if $(LIVE_SYSTEMD); then systemctl daemon-reload; fi
 	@echo "uninstall: kept $(SYSCONFDIR)/default/linkcondd, $(SYSCONFDIR)/linkcond, /var/lib/linkcond (history) and the linkcond group; remove them by hand if you want them gone (docs/operations.md)"
+
+## linkcond_VERSION_ARCH.deb, for `sudo apt install ./linkcond_*.deb`: what `make install` puts in
+## place, with Debian's paths, maintainer scripts that create the group and enable the socket, and
+## lintian's check (scripts/deb).
+deb: $(GENERATED_STAMP)
+	scripts/deb --lintian
 
 clean:
 	rm -rf .build
