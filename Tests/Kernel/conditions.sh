@@ -287,6 +287,15 @@ check_equal "--metrics-listen $METRICS_ADDRESS: the same series over TCP; the re
     "$(cmp -s <(cli timeout 10 curl -s "http://$METRICS_ADDRESS/metrics" | series) \
         <(timeout 10 curl -s --unix-socket "$SOCK" http://linkcond/metrics | series) && echo same || echo different) \
 $(cli timeout 10 curl -s -o /dev/null -w '%{http_code}' "http://$METRICS_ADDRESS/v1/status")"
+# Hostile bytes to the metrics listener, which any process on the machine may reach (here any in
+# the client namespace): answered with a 4xx JSON error or a scrape, none hung, and it still
+# serves afterwards.
+cli setpriv --reuid=65534 --regid=65534 --clear-groups timeout 300 "$(command -v /usr/bin/python3 || command -v python3)" "$KDIR/hostile.py" \
+    --tcp "$METRICS_ADDRESS" --count 300 >"$WORK/hostile-tcp.json" || true
+note "hostile, metrics listener: $(jq -c '{requests, answers, by_status, failures, seconds}' "$WORK/hostile-tcp.json" 2>/dev/null)"
+{ jq -c '.examples[]?' "$WORK/hostile-tcp.json" 2>/dev/null || true; } | head -5 | sed 's/^/      /'
+check_equal "hostile bytes to --metrics-listen: every answer a 4xx JSON error or a scrape, none hung; it serves on" "0 broken, 200" \
+    "$(jq -r .failures "$WORK/hostile-tcp.json" 2>/dev/null || echo null) broken, $(cli timeout 10 curl -s -o /dev/null -w '%{http_code}' "http://$METRICS_ADDRESS/metrics")"
 # A burst of 300 into 4 kbit/s: htb lets its 1600-byte bucket through, netem queues 32 (its
 # least), the rest is dropped; the queue then drains at the rate for about five seconds.
 lc activate "LC Test Queue" >/dev/null

@@ -3,11 +3,13 @@
 them: bad methods, paths, queries, headers, bodies, encodings and sizes, truncated and
 pipelined requests. Standard library only.
 
-  hostile.py --socket PATH [--count N] [--seed S] [--out FILE]
+  hostile.py (--socket PATH | --tcp HOST:PORT) [--count N] [--seed S] [--out FILE]
 
 Every answer must be a 4xx with a JSON error document (a HEAD answer has no body, by HTTP's
-rules); a request cut short must get a 408 or be closed, never hang. Prints one JSON summary;
-exits 1 if any answer broke the rules.
+rules); a request cut short must get a 408 or be closed, never hang. --tcp sends the same to
+the metrics listener (--metrics-listen), which any local process may reach, with scrapes of
+/metrics among them: those may be answered 200 in Prometheus' text format. Prints one JSON
+summary; exits 1 if any answer broke the rules.
 """
 
 import argparse
@@ -41,8 +43,16 @@ def request(method="GET", path="/v1/status", headers=None, body=b"", version="HT
     return "\r\n".join(lines).encode("utf-8", "surrogateescape") + b"\r\n\r\n" + body
 
 
-def generate(count, rng):
+def generate(count, rng, scrapes=False):
     cases = []
+    if scrapes:
+        # The listener's one page, asked for well and badly: a scrape may succeed, in text.
+        for method in ["GET", "HEAD", "POST", "DELETE", "get"]:
+            for path in ["/metrics", "/metrics?x=1", "/metrics/", "//metrics", "/METRICS", "/metrics%00"]:
+                cases.append(dict(case("scrape %s %s" % (method, path), request(method, path), expect="any",
+                                       head=method == "HEAD"), scrape=True))
+        cases.append(dict(case("scrape with a body", request("GET", "/metrics", body="x" * 70000), expect="any"), scrape=True))
+        cases.append(dict(case("pipelined scrapes", request("GET", "/metrics") * 50, expect="any"), scrape=True))
     # Changes a user outside the group may not make: 403, nothing changes.
     for body in ['{"profile": "Black Hole"}', '{"profile": "Slow Net", "force": true}', '{"profile": "Nasty Net", "for": "1h"}']:
         cases.append(case("unauthorized activate", request("PUT", "/v1/condition", body=body)))
@@ -191,7 +201,8 @@ def judge(c, answers, ending):
             problems.append("status %d" % status)
         if status >= 500:
             problems.append("server error %d" % status)
-        if not headers.get("content-type", "").startswith("application/json"):
+        text = c.get("scrape") and status == 200 and headers.get("content-type", "").startswith("text/plain")
+        if not text and not headers.get("content-type", "").startswith("application/json"):
             problems.append("content type %r" % headers.get("content-type"))
         if c["head"] or status < 400:
             continue
@@ -206,10 +217,20 @@ def judge(c, answers, ending):
     return problems
 
 
-def send(path, c, timeout):
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def connect(address, timeout=None):
+    """A connection to the control socket (a path) or the metrics listener (a (host, port) pair)."""
+    if isinstance(address, tuple):
+        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+    else:
+        family = socket.AF_UNIX
+    sock = socket.socket(family, socket.SOCK_STREAM)
     sock.settimeout(timeout)
-    sock.connect(path)
+    sock.connect(address)
+    return sock
+
+
+def send(path, c, timeout):
+    sock = connect(path, timeout)
     try:
         sock.sendall(c["raw"])
         sock.shutdown(socket.SHUT_WR)
@@ -222,10 +243,13 @@ def send(path, c, timeout):
 
 def truncated(path, raw, results, index):
     """Half a request, then silence: the daemon must answer 408 (JSON) or close, within its limit."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(path)
-    sock.sendall(raw)
     started = time.monotonic()
+    try:
+        sock = connect(path)
+        sock.sendall(raw)
+    except OSError as e:
+        results[index] = ([], "cannot connect: %s" % e, time.monotonic() - started)
+        return
     answers, ending = read_answers(sock, 45)
     sock.close()
     results[index] = (answers, ending, time.monotonic() - started)
@@ -233,19 +257,26 @@ def truncated(path, raw, results, index):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--socket", required=True)
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--socket")
+    target.add_argument("--tcp", metavar="HOST:PORT")
     p.add_argument("--count", type=int, default=3000)
     p.add_argument("--seed", type=int, default=20261123)
     p.add_argument("--out")
     a = p.parse_args()
+    if a.tcp:
+        host, _, port = a.tcp.rpartition(":")
+        address = (host.strip("[]"), int(port))
+    else:
+        address = a.socket
     rng = random.Random(a.seed)
-    cases = generate(a.count, rng)
+    cases = generate(a.count, rng, scrapes=bool(a.tcp))
 
     # Requests cut short run alongside the rest: each waits out the daemon's time limit.
     partials = [b"GET /v1/status HTTP/1.1\r\nHost: x\r\n", b"PUT /v1/condition HTTP/1.1\r\nContent-Length: 50\r\n\r\n{\"pro",
                 b"POST /v1/leases HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"pro", b"G", b""]
     partial_results = [None] * len(partials)
-    threads = [threading.Thread(target=truncated, args=(a.socket, raw, partial_results, i)) for i, raw in enumerate(partials)]
+    threads = [threading.Thread(target=truncated, args=(address, raw, partial_results, i)) for i, raw in enumerate(partials)]
     for t in threads:
         t.start()
 
@@ -255,7 +286,7 @@ def main():
     started = time.monotonic()
     for c in cases:
         try:
-            answers, ending = send(a.socket, c, 15)
+            answers, ending = send(address, c, 15)
         except OSError as e:
             failures.append({"case": c["name"], "problems": ["cannot connect: %s" % e]})
             continue
@@ -272,6 +303,8 @@ def main():
         problems = []
         if ending == "timeout":
             problems.append("still open after 45 s")
+        elif ending.startswith("cannot connect"):
+            problems.append(ending)
         if raw and not (len(answers) == 1 and answers[0][0] == 408):
             problems.append("expected one 408, got %s" % [s for s, _, _ in answers])
         if not raw and answers:
