@@ -70,10 +70,11 @@ fuzz:
 ## binaries just built (swift-argument-parser's generate-manual, built on its own).
 generated: $(GENERATED_STAMP)
 
-$(GENERATED_STAMP): $(RELEASE)/linkcond $(RELEASE)/linkcondd Makefile
+$(GENERATED_STAMP): $(RELEASE)/linkcond $(RELEASE)/linkcondd
 	rm -rf $(GENERATED) && mkdir -p $(GENERATED)/man
 	for tool in linkcond linkcondd; do \
-		$(RELEASE)/$$tool --generate-completion-script bash | sed '1{/^#!/d}' > $(GENERATED)/$$tool.bash && \
+		$(RELEASE)/$$tool --generate-completion-script bash > $(GENERATED)/$$tool.bash && \
+		sed -i '1{/^#!/d}' $(GENERATED)/$$tool.bash && \
 		$(RELEASE)/$$tool --generate-completion-script zsh > $(GENERATED)/_$$tool && \
 		$(RELEASE)/$$tool --generate-completion-script fish > $(GENERATED)/$$tool.fish || exit 1; \
 	done

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # The Debian package under a real systemd, the way a user meets it: `apt install ./linkcond_*.deb`
 # creates the group and starts the socket, `linkcond activate` and `off` reach the daemon through
-# socket activation, reinstalling restarts the daemon (which starts with nothing shaped), removing
-# stops it and leaves nothing shaped, purging removes its state. Runs as root where PID 1 is
+# socket activation, an upgrade stops the daemon (nothing stays shaped) and restarts the socket
+# and leaves a disabled one so, removing stops it all and leaves nothing shaped, purging removes
+# its state and keeps your own profiles. Runs as root where PID 1 is
 # systemd, on a machine without linkcond installed; in the test VM:
 #   make deb && scripts/vm-run --systemd -- Tests/Kernel/package.sh
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 [[ $(cat /proc/1/comm) == systemd ]] || { echo "package.sh: PID 1 is not systemd; use scripts/vm-run --systemd" >&2; exit 2; }
-version=$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' "$REPO/Sources/ControlAPI/Version.swift")
-DEB=$REPO/linkcond_${version}_$(dpkg --print-architecture).deb
-[[ -f $DEB ]] || { echo "package.sh: no $DEB; run 'make deb'" >&2; exit 2; }
+# scripts/deb leaves exactly one package in the repository's root.
+debs=("$REPO"/linkcond_*_"$(dpkg --print-architecture)".deb)
+[[ ${#debs[@]} == 1 && -f ${debs[0]} ]] || { echo "package.sh: not exactly one linkcond_*.deb in $REPO; run 'make deb'" >&2; exit 2; }
+DEB=${debs[0]}
+version=$(dpkg-deb -f "$DEB" Version)
 if dpkg-query -W -f='${Status}' linkcond 2>/dev/null | grep -q installed || [[ -e /usr/bin/linkcond ]] ||
-    getent group linkcond >/dev/null; then
+    [[ -e /etc/linkcond ]] || getent group linkcond >/dev/null; then
     echo "package.sh: linkcond or its group is already here; this must start from a machine without them" >&2
     exit 2
 fi
@@ -28,6 +31,7 @@ SVC=linkcondd.service
 cleanup() {
     set +e
     dpkg --purge linkcond >/dev/null 2>&1
+    rm -rf /etc/linkcond
     ip link del "$IF" 2>/dev/null
 }
 trap cleanup EXIT
@@ -90,32 +94,49 @@ run_capture 90 /usr/bin/linkcond off
 check_rc "linkcond off" "$RC" 0 "succeeds"
 check_equal "after off: $IF as before" "$unshaped" "$(shaping)"
 
-log "reinstall, as an upgrade: the daemon restarts"
+log "upgrade: the daemon stops, the socket restarts, the next request starts the new daemon"
+# The same package with a higher version stands in for the next build.
+dpkg-deb -R "$DEB" "$WORK/next"
+sed -i "s/^Version: .*/Version: $version+next/" "$WORK/next/DEBIAN/control"
+NEXT=$WORK/linkcond_next.deb
+dpkg-deb -Znone -b "$WORK/next" "$NEXT" >/dev/null
 run_capture 90 /usr/bin/linkcond activate "Nasty Net"
 check_rc "linkcond activate \"Nasty Net\"" "$RC" 0 "succeeds"
-before=$(prop MainPID)
-run_capture 600 "${APT_GET[@]}" install -y --reinstall "$DEB"
-check_rc "apt-get install --reinstall" "$RC" 0 "succeeds"
-after=$(prop MainPID)
-check_bool "the daemon restarted by the upgrade" "a new process" "$before -> $after" "$([[ $after != 0 && $after != "$before" ]]; echo $?)"
-# A clean stop removes the shaping, as `systemctl restart` does (docs/operations.md, Upgrade).
-check_equal "after the upgrade's restart: $IF as before" "$unshaped" "$(shaping)"
+socket_since=$(prop ActiveEnterTimestampMonotonic linkcondd.socket)
+run_capture 600 "${APT_GET[@]}" install -y "$NEXT"
+check_rc "apt-get install ./the next version" "$RC" 0 "upgrades"
+check_equal "the version installed" "$version+next" "$(dpkg-query -W -f='${Version}' linkcond)"
+check_equal "the old daemon stopped, the socket restarted and listening" "inactive listening restarted" \
+    "$(prop ActiveState) $(prop SubState linkcondd.socket) $([[ $(prop ActiveEnterTimestampMonotonic linkcondd.socket) != "$socket_since" ]] && echo restarted || echo "not restarted")"
+# A clean stop removes the shaping, as any stop does (docs/operations.md, Upgrade).
+check_equal "after the upgrade: $IF as before" "$unshaped" "$(shaping)"
 run_capture 90 /usr/bin/linkcond activate "Nasty Net"
-check_equal "the new daemon takes a profile" "0 Nasty Net 2" "$RC $(profile_on) $(netem_count)"
+check_equal "the new daemon, started by the request, takes a profile" "0 active Nasty Net 2" "$RC $(prop ActiveState) $(profile_on) $(netem_count)"
+
+log "an upgrade leaves a disabled socket disabled"
+systemctl disable --now linkcondd.socket linkcondd.service >/dev/null 2>&1
+run_capture 600 "${APT_GET[@]}" install -y --reinstall "$NEXT"
+check_rc "apt-get install --reinstall" "$RC" 0 "succeeds"
+check_equal "the socket disabled and stopped as it was" "disabled inactive" \
+    "$(systemctl is-enabled linkcondd.socket 2>/dev/null) $(prop ActiveState linkcondd.socket)"
+systemctl enable --now linkcondd.socket >/dev/null 2>&1
+run_capture 90 /usr/bin/linkcond activate "Slow Net"
+check_equal "enabled again by hand: the daemon takes a profile" "0 Slow Net" "$RC $(profile_on)"
 
 log "remove: the daemon stops, nothing stays shaped"
 run_capture 600 "${APT_GET[@]}" remove -y linkcond
 check_rc "apt-get remove linkcond" "$RC" 0 "succeeds"
 check_equal "service and socket stopped" "inactive inactive" "$(prop ActiveState) $(prop ActiveState linkcondd.socket)"
 check_equal "after remove: $IF as before" "$unshaped" "$(shaping)"
-check_equal "binaries gone; settings and history kept until purge" "absent present present" \
-    "$(exists /usr/bin/linkcondd) $(exists /etc/default/linkcondd) $(exists /var/lib/linkcond)"
+check_equal "binaries gone; settings, profiles directory and history kept until purge" "absent present present present" \
+    "$(exists /usr/bin/linkcondd) $(exists /etc/default/linkcondd) $(exists /etc/linkcond/profiles) $(exists /var/lib/linkcond)"
 
-log "purge: the state goes too"
+log "purge: the state goes too, profiles of your own stay"
+printf 'name: Mine\ndownlink: { delay: 10ms }\n' >/etc/linkcond/profiles/mine.yaml
 run_capture 600 "${APT_GET[@]}" purge -y linkcond
 check_rc "apt-get purge linkcond" "$RC" 0 "succeeds"
-check_equal "settings, profiles directory, history and runtime state gone" "absent absent absent absent" \
-    "$(exists /etc/default/linkcondd) $(exists /etc/linkcond) $(exists /var/lib/linkcond) $(exists /run/linkcond)"
+check_equal "settings, history and runtime state gone; your profile kept" "absent absent absent present" \
+    "$(exists /etc/default/linkcondd) $(exists /var/lib/linkcond) $(exists /run/linkcond) $(exists /etc/linkcond/profiles/mine.yaml)"
 check_equal "the package forgotten" "not installed" \
     "$(dpkg-query -W -f='${Status}' linkcond 2>/dev/null | grep -q 'install ok' && echo installed || echo 'not installed')"
 check_equal "after purge: $IF as before" "$unshaped" "$(shaping)"

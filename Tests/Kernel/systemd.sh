@@ -58,7 +58,12 @@ nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 # the socket starts the service when it is not running.
 api_status() { timeout 90 curl -sf --unix-socket "$CTL_SOCK" http://linkcond/v1/status; }
 profile_now() { lcd status --json 2>/dev/null | jq -r 'if .active then .profile.name else "off" end' 2>/dev/null || echo "no answer"; }
-journal_json() { journalctl -u "$SVC" -o json --no-pager "$@" 2>/dev/null; }
+# The journal from here on: in the test VM, Tests/Kernel/package.sh ran the packaged daemon
+# under the same unit name just before.
+journal_start=$(journalctl -n 1 -o json --no-pager 2>/dev/null | jq -r '.__CURSOR // empty' 2>/dev/null || true)
+ours=()
+[[ -z $journal_start ]] || ours=(--after-cursor="$journal_start")
+journal_json() { journalctl -u "$SVC" "${ours[@]}" -o json --no-pager "$@" 2>/dev/null; }
 
 # --- The interface, and a way to read everything linkcond may change on it. The same script
 # takes the snapshots of the test and the one ExecStopPost takes (see below).
@@ -238,8 +243,8 @@ check_bool "SIGKILL: the restored tree is the one before the kill" "identical (t
 # it as the priority and strip it. "ready:" is a notice, the broken profile a warning.
 log "journald priorities"
 starts=$(journal_json | jq -s '[.[] | select(._PID == "1" and (.MESSAGE | tostring | startswith("Started linkcondd.service")))] | length')
-notice_lines=$(journalctl -u "$SVC" -p notice -o cat --no-pager 2>/dev/null | grep -c "^ready: shaping $IF" || true)
-info_lines=$(journalctl -u "$SVC" -p info..info -o cat --no-pager 2>/dev/null | grep -c "^ready: shaping $IF" || true)
+notice_lines=$(journalctl -u "$SVC" "${ours[@]}" -p notice -o cat --no-pager 2>/dev/null | grep -c "^ready: shaping $IF" || true)
+info_lines=$(journalctl -u "$SVC" "${ours[@]}" -p info..info -o cat --no-pager 2>/dev/null | grep -c "^ready: shaping $IF" || true)
 check_bool "journalctl -p notice finds every 'ready:' line, -p info none" "$starts starts: $starts with -p notice, 0 with -p info" \
     "$notice_lines with -p notice, $info_lines with -p info" \
     "$([[ $starts -ge 3 && $notice_lines == "$starts" && $info_lines == 0 ]]; echo $?)"
