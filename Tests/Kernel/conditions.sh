@@ -291,7 +291,7 @@ $(cli timeout 10 curl -s -o /dev/null -w '%{http_code}' "http://$METRICS_ADDRESS
 # the client namespace): answered with a 4xx JSON error or a scrape, none hung, and it still
 # serves afterwards.
 cli setpriv --reuid=65534 --regid=65534 --clear-groups timeout 300 "$(command -v /usr/bin/python3 || command -v python3)" "$KDIR/hostile.py" \
-    --tcp "$METRICS_ADDRESS" --count 300 >"$WORK/hostile-tcp.json" || true
+    --tcp "$METRICS_ADDRESS" --count 900 >"$WORK/hostile-tcp.json" || true
 note "hostile, metrics listener: $(jq -c '{requests, answers, by_status, failures, seconds}' "$WORK/hostile-tcp.json" 2>/dev/null)"
 { jq -c '.examples[]?' "$WORK/hostile-tcp.json" 2>/dev/null || true; } | head -5 | sed 's/^/      /'
 check_equal "hostile bytes to --metrics-listen: every answer a 4xx JSON error or a scrape, none hung; it serves on" "0 broken, 200" \

@@ -147,8 +147,11 @@ def generate(count, rng, scrapes=False):
     seeds = [request("PUT", "/v1/condition", body='{"profile": "Black Hole"}'), request("DELETE", "/v1/condition?force=1"),
              request("POST", "/v1/leases", body='{"profile": "Nasty Net", "for": "1h"}'), request("POST", "/v1/reload"),
              request("GET", "/v1/history?limit=5"), request("GET", "/v1/profiles/Slow%20Net")]
+    if scrapes:
+        seeds.append(request("GET", "/metrics"))
     while len(cases) < count:
-        raw = bytearray(rng.choice(seeds))
+        seed = rng.choice(seeds)
+        raw = bytearray(seed)
         for _ in range(rng.randint(1, 6)):
             kind = rng.random()
             position = rng.randrange(len(raw))
@@ -158,7 +161,7 @@ def generate(count, rng, scrapes=False):
                 raw[position:position] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
             else:
                 del raw[position:position + rng.randint(1, 8)]
-        cases.append(case("mutation %d" % len(cases), bytes(raw), expect="any"))
+        cases.append(dict(case("mutation %d" % len(cases), bytes(raw), expect="any"), scrape=b"/metrics" in seed))
     return cases
 
 
