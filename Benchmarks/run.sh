@@ -80,11 +80,22 @@ start_daemon() {
     DAEMON_PID=$(jq -r .pid "$WORK/startup.json")
 }
 rss_kib() { awk -v f="${1:-VmRSS}" '$1 == f ":" { print $2 }' "/proc/$DAEMON_PID/status"; }
+# idle_minute: the daemon's context switches (all threads) and CPU ticks over 60 s left alone,
+# from s0/c0 to s1/c1.
+idle_minute() {
+    threads_switches() { cat /proc/"$DAEMON_PID"/task/*/status | awk '/ctxt_switches/ { s += $2 } END { print s }'; }
+    cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$DAEMON_PID/stat"; }
+    sleep 2
+    s0=$(threads_switches); c0=$(cpu_ticks)
+    sleep 60
+    s1=$(threads_switches); c1=$(cpu_ticks)
+}
 
 # LC_BENCH_PARTS picks parts (default all): switching (footprint, latency, tc, tcconfig), hitless,
 # conditions (many at once, one per interface), matches (many peers of one interface),
-# sandboxes (many run --isolated sandboxes), fidelity.
-PARTS=" ${LC_BENCH_PARTS:-switching hitless conditions matches sandboxes fidelity} "
+# sandboxes (many run --isolated sandboxes), metrics (scrapes on the real kernel, memory and idle
+# with counters read and the metrics listener open), fidelity.
+PARTS=" ${LC_BENCH_PARTS:-switching hitless conditions matches sandboxes metrics fidelity} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 # The daemon counts its netlink requests with fault injection on (never armed here).
 executed_steps() { curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r .executedSteps; }
@@ -115,12 +126,7 @@ ip netns exec "$NS_C" "$BENCH" switch-latency --socket "$SOCK" "${cycle[@]}" --c
 rss_10k=$(rss_kib)
 rss_10k_anon=$(rss_kib RssAnon)
 lc off >/dev/null
-threads_switches() { cat /proc/"$DAEMON_PID"/task/*/status | awk '/ctxt_switches/ { s += $2 } END { print s }'; }
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$DAEMON_PID/stat"; }
-sleep 2
-s0=$(threads_switches); c0=$(cpu_ticks)
-sleep 60
-s1=$(threads_switches); c1=$(cpu_ticks)
+idle_minute
 threads=$(ls "/proc/$DAEMON_PID/task" | wc -l)
 {
     echo "{"
@@ -313,6 +319,43 @@ t1=$(now_ns)
 jq -s --argjson endNs "$(( t1 - t0 ))" --argjson left "$(sandboxes_listed)" --argjson links "$(sandbox_links)" \
     '{scale: ., endAllMilliseconds: ($endNs / 1e6), leftListed: $left, leftLinks: $links}' "$WORK/sandboxes.jsonl" >"$OUT/sandboxes.json"
 cat "$OUT/sandboxes.json"
+daemon_stop TERM
+start_daemon
+fi
+
+# --------------------------------------------------------------- counters and metrics
+if part metrics; then
+log "metrics: GET /metrics and /v1/stats with 2, 17 and 65 conditions; memory after 10000 switches with scrapes between; idle with the listener open"
+daemon_stop TERM
+METRICS_ADDRESS=127.0.0.1:9464
+start_daemon --metrics-listen "$METRICS_ADDRESS"
+metrics_rss_start=$(rss_kib)
+# The default condition and 1, 16, 64 peers' conditions under Slow Net, each kind of request
+# timed 200 times at each size over one connection; then all of them removed.
+ip netns exec "$NS_C" "$BENCH" metrics-scale --socket "$SOCK" --count 200 --out "$WORK/metrics-scale.json"
+cycle=()
+for stem in "${SHIPPED[@]}"; do cycle+=(--profile "$stem"); done
+scrape() { cli curl -sf "http://$METRICS_ADDRESS/metrics" >/dev/null && curl -sf --unix-socket "$SOCK" http://linkcond/v1/stats >/dev/null; }
+scrapes=0
+for round in $(seq 10); do
+    ip netns exec "$NS_C" "$BENCH" switch-latency --socket "$SOCK" "${cycle[@]}" --count 1000 --out "$WORK/metrics-switches-$round.json" >/dev/null
+    for _ in 1 2 3 4 5; do
+        scrape || { echo "bench: a scrape between the switches failed" >&2; exit 1; }
+        scrapes=$((scrapes + 1))
+    done
+done
+metrics_rss_10k=$(rss_kib)
+metrics_rss_10k_anon=$(rss_kib RssAnon)
+lc off >/dev/null
+idle_minute
+jq -n --slurpfile scale "$WORK/metrics-scale.json" --argjson rssStart "$metrics_rss_start" \
+    --argjson rss10k "$metrics_rss_10k" --argjson rss10kAnon "$metrics_rss_10k_anon" --argjson scrapes "$scrapes" \
+    --argjson switches "$(cat "$WORK"/metrics-switches-*.json | jq -s 'map(.count // .summary.count // 0) | add')" \
+    --argjson idleSwitches "$((s1 - s0))" --argjson idleTicks "$((c1 - c0))" \
+    '{scale: $scale[0], rssStartKiB: $rssStart, rssAfterSwitchesKiB: $rss10k, rssAfterSwitchesAnonKiB: $rss10kAnon,
+      switches: $switches, scrapesBetween: $scrapes, idleSeconds: 60, idleContextSwitches: $idleSwitches, idleCpuTicks: $idleTicks}' \
+    >"$OUT/metrics.json"
+cat "$OUT/metrics.json"
 daemon_stop TERM
 start_daemon
 fi

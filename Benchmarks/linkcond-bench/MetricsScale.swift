@@ -5,12 +5,12 @@ import LinkCondClient
 
 /// What a scrape costs the daemon while it holds many conditions: `GET /metrics` and
 /// `GET /v1/stats` with 1, 16 and 64 peers' conditions on one interface beside the whole
-/// interface's, natively, over the model kernel (user space's share; a real kernel's dump of
-/// the tree comes on top).
+/// interface's. Natively over the model kernel (user space's share), or with `--socket` against
+/// a running linkcondd, whose real kernel's dump of the tree comes on top.
 struct MetricsScale: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "metrics-scale",
-        abstract: "Time GET /metrics and GET /v1/stats while 1, 16 and 64 peers' conditions are held (user space, model kernel)."
+        abstract: "Time GET /metrics and GET /v1/stats while 1, 16 and 64 peers' conditions are held (the model kernel, or a running daemon)."
     )
 
     struct Row: Codable {
@@ -20,7 +20,8 @@ struct MetricsScale: AsyncParsableCommand {
         var metricsBytes: Int
     }
 
-    @Option(help: "Directory of profile files (Slow Net is held).") var profiles: String
+    @Option(help: "Directory of profile files (Slow Net is held), for the in-process daemon over the model kernel.") var profiles: String?
+    @Option(help: "A running linkcondd's control socket instead (its default condition and peers' conditions are made, then removed).") var socket: String?
     @Option(help: "Requests of each kind at each size.") var count = 500
     @Option(help: "Write the rows here as JSON.") var out: String?
 
@@ -28,7 +29,7 @@ struct MetricsScale: AsyncParsableCommand {
 
     func run() async throws {
         let count = self.count
-        let rows = try await withModelDaemon(profileDirectory: profiles) { client in
+        let measure: @Sendable (ControlClient) async throws -> [Row] = { client in
             _ = try await client.activate("Slow Net")
             var rows: [Row] = []
             var held = 0
@@ -64,6 +65,17 @@ struct MetricsScale: AsyncParsableCommand {
                 rows.append(row)
             }
             return rows
+        }
+        let rows: [Row]
+        switch (profiles, socket) {
+        case (let profiles?, nil):
+            rows = try await withModelDaemon(profileDirectory: profiles, measure)
+        case (nil, let socket?):
+            let client = ControlClient(socketPath: socket)
+            rows = try await measure(client)
+            _ = try await client.deactivateAll()
+        default:
+            throw ValidationError("give either --profiles (the model kernel) or --socket (a running daemon)")
         }
         try writeRows(rows, to: out)
     }
