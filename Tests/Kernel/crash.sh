@@ -2,7 +2,9 @@
 # Crash safety and rollback, in a lane of the kernel suite (LC_LANE) so that they can run side by
 # side with the rest (Tests/Kernel/suite.sh starts three). Parts, any of:
 #   build, switch, teardown  the daemon SIGKILLs itself before each single netlink step of that
-#                            change, and is restarted: the old condition or the new, never half
+#                            change, and is restarted: the old condition or the new, never half;
+#                            build:FIRST-LAST (and so on) before steps FIRST to LAST alone, so
+#                            that two lanes can share the build's restarts
 #   random                   SIGKILL from outside at random moments of LC_CRASH_ROUNDS changes
 #   faults                   a netlink failure injected at every step of a build and of a switch
 # Checks go to this lane's results file, which the suite merges into its summary.
@@ -13,7 +15,16 @@ BIN=${LINKCOND_BIN:?set LINKCOND_BIN}
 PROFILES=${LINKCOND_PROFILES:?set LINKCOND_PROFILES}
 CRASH_ROUNDS=${LC_CRASH_ROUNDS:-20}
 PARTS=" $* "
-part() { [[ $PARTS == *" $1 "* ]]; }
+part() { [[ $PARTS == *" $1 "* || $PARTS == *" $1:"* ]]; }
+# part_steps NAME: "FIRST LAST" when the part was given as NAME:FIRST-LAST, else nothing.
+part_steps() {
+    local token range
+    for token in $PARTS; do
+        [[ $token == "$1:"* ]] || continue
+        range=${token#*:}
+        echo "${range%-*} ${range#*-}"
+    done
+}
 
 rm -rf "$WORK"
 mkdir -p "$WORK"
@@ -115,8 +126,14 @@ if part build || part switch || part teardown || part random; then
         steps=$(steps_of "$from" "$to")
         check_equal "steps of $from -> $to (counted by the daemon)" "${EXPECTED_STEPS[$change]}" "$steps"
         [[ $steps =~ ^[0-9]+$ ]] || steps=0
+        first=0
+        last=$((steps - 1))
+        range=$(part_steps "${CHANGE_PART[$change]}")
+        [[ -z $range ]] || read -r first last <<<"$range"
+        ((last < steps)) || last=$((steps - 1))
+        count=$((last >= first ? last - first + 1 : 0))
         killed=0
-        for k in $(seq 0 $((steps - 1))); do
+        for k in $(seq "$first" "$last"); do
             put_condition "$from"
             arm "$k" kill
             put_condition "$to"
@@ -128,9 +145,15 @@ if part build || part switch || part teardown || part random; then
             killed=$((killed + 1))
             after_crash "$from" "$to"
         done
-        check_range "$from -> $to: killed before each step" "$killed" "$steps" "$steps" "of $steps" "every step"
+        if [[ -n $range ]]; then
+            check_range "$from -> $to: killed before each of steps $first to $last" "$killed" "$count" "$count" "of $count" \
+                "every step of the range (of $steps)"
+        else
+            check_range "$from -> $to: killed before each step" "$killed" "$steps" "$steps" "of $steps" "every step"
+        fi
         KILLED_AT_EVERY_STEP=$((KILLED_AT_EVERY_STEP + killed))
-        EXPECTED_HALF=$((EXPECTED_HALF + ${EXPECTED_STEPS[$change]} - 1))
+        # A kill before step 0 leaves the old tree untouched; one before any later step, a half-done one.
+        EXPECTED_HALF=$((EXPECTED_HALF + count - (first == 0 && count > 0 ? 1 : 0)))
     done
     # Kills before the first step leave the old tree; every later one, until the change is done,
     # leaves a half-built or half-switched one: the restarts had real work to do.
