@@ -48,6 +48,9 @@ for glob in "${shipped_globs[@]}"; do
         [[ -f $file ]] && SHIPPED+=("$(basename "$file" .yaml)")
     done
 done
+# The shipped profiles as switch-latency's cycle, for the parts that switch through them.
+cycle=()
+for stem in "${SHIPPED[@]}"; do cycle+=(--profile "$stem"); done
 
 # Grid profiles: one value at a time, each direction alone where the direction matters.
 BANDWIDTHS=(32kbit 128kbit 512kbit 2Mbit 10Mbit 50Mbit 100Mbit 250Mbit 500Mbit)
@@ -117,8 +120,6 @@ note "start-up: ${startups[*]} ms; RSS after start ${rss_start} KiB"
 
 # --------------------------------------------------------------- switch latency
 log "switch latency: linkcond, $SWITCHES switches through the shipped profiles"
-cycle=()
-for stem in "${SHIPPED[@]}"; do cycle+=(--profile "$stem"); done
 ip netns exec "$NS_C" "$BENCH" switch-latency --socket "$SOCK" "${cycle[@]}" --count "$SWITCHES" --out "$OUT/latency-linkcond.json"
 
 log "footprint: memory after 10000 switches, then idle"
@@ -333,8 +334,6 @@ metrics_rss_start=$(rss_kib)
 # The default condition and 1, 16, 64 peers' conditions under Slow Net, each kind of request
 # timed 200 times at each size over one connection; then all of them removed.
 ip netns exec "$NS_C" "$BENCH" metrics-scale --socket "$SOCK" --count 200 --out "$WORK/metrics-scale.json"
-cycle=()
-for stem in "${SHIPPED[@]}"; do cycle+=(--profile "$stem"); done
 scrape() { cli curl -sf "http://$METRICS_ADDRESS/metrics" >/dev/null && curl -sf --unix-socket "$SOCK" http://linkcond/v1/stats >/dev/null; }
 scrapes=0
 for round in $(seq 10); do
@@ -350,7 +349,7 @@ lc off >/dev/null
 idle_minute
 jq -n --slurpfile scale "$WORK/metrics-scale.json" --argjson rssStart "$metrics_rss_start" \
     --argjson rss10k "$metrics_rss_10k" --argjson rss10kAnon "$metrics_rss_10k_anon" --argjson scrapes "$scrapes" \
-    --argjson switches "$(cat "$WORK"/metrics-switches-*.json | jq -s 'map(.count // .summary.count // 0) | add')" \
+    --argjson switches "$(cat "$WORK"/metrics-switches-*.json | jq -s 'map(.count) | add')" \
     --argjson idleSwitches "$((s1 - s0))" --argjson idleTicks "$((c1 - c0))" \
     '{scale: $scale[0], rssStartKiB: $rssStart, rssAfterSwitchesKiB: $rss10k, rssAfterSwitchesAnonKiB: $rss10kAnon,
       switches: $switches, scrapesBetween: $scrapes, idleSeconds: 60, idleContextSwitches: $idleSwitches, idleCpuTicks: $idleTicks}' \
