@@ -88,16 +88,20 @@ $(GENERATED_STAMP): $(RELEASE)/linkcond $(RELEASE)/linkcondd
 # systemd is running and this is the real system, not a staging directory for a package.
 LIVE_SYSTEMD = [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null
 
-## Installs binaries, built-in profiles, systemd units, completions and man pages under
-## $(DESTDIR)$(PREFIX), the example options file as /etc/default/linkcondd (kept if present)
-## and /etc/linkcond/profiles. On a live systemd machine it also creates the group and reloads
-## systemd; `systemctl enable --now linkcondd.socket` then starts it.
+## Installs binaries, built-in profiles and scenarios, systemd units, completions and man pages
+## under $(DESTDIR)$(PREFIX), the example options file as /etc/default/linkcondd (kept if
+## present), /etc/linkcond/profiles and /etc/linkcond/scenarios. On a live systemd machine it
+## also creates the group and reloads systemd; `systemctl enable --now linkcondd.socket` then
+## starts it.
 install: $(GENERATED_STAMP)
 	install -Dm755 $(RELEASE)/linkcondd $(DESTDIR)$(BINDIR)/linkcondd
 	install -Dm755 $(RELEASE)/linkcond $(DESTDIR)$(BINDIR)/linkcond
 	install -d $(DESTDIR)$(DATADIR)/linkcond/profiles
 	install -m644 profiles/*.yaml $(DESTDIR)$(DATADIR)/linkcond/profiles/
 	install -d $(DESTDIR)$(SYSCONFDIR)/linkcond/profiles
+	install -d $(DESTDIR)$(DATADIR)/linkcond/scenarios
+	install -m644 scenarios/*.yaml $(DESTDIR)$(DATADIR)/linkcond/scenarios/
+	install -d $(DESTDIR)$(SYSCONFDIR)/linkcond/scenarios
 	[ -e $(DESTDIR)$(SYSCONFDIR)/default/linkcondd ] || install -Dm644 systemd/linkcondd.default $(DESTDIR)$(SYSCONFDIR)/default/linkcondd
 	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/linkcondd.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service
@@ -118,8 +122,8 @@ install: $(GENERATED_STAMP)
 	fi
 
 ## Stops and disables the units, then removes what `install` put in place. What stays, on
-## purpose: /etc/default/linkcondd and /etc/linkcond (your settings and profiles), the history
-## in /var/lib/linkcond, and the linkcond group.
+## purpose: /etc/default/linkcondd and /etc/linkcond (your settings, profiles and scenarios),
+## the history in /var/lib/linkcond, and the linkcond group.
 uninstall:
 	if $(LIVE_SYSTEMD); then \
 		systemctl disable --now linkcondd.socket linkcondd.service 2>/dev/null || true; \

@@ -2,7 +2,7 @@
 """Turns the results of Benchmarks/run.sh (and the host's `linkcond-bench native`) into the
 tables of docs/performance.md and the plots beside it.
 
-usage: report.py RESULTS_DIR PLOTS_DIR   (prints Markdown on stdout)
+usage: report.py RESULTS_DIR [PLOTS_DIR]   (prints Markdown on stdout; plots to docs/performance unless named)
 
 Exits 1 when any row with a target misses it, or when a part's results are missing: a missing
 measurement is a failure, not a pass.
@@ -11,6 +11,7 @@ measurement is a failure, not a pass.
 import json
 import math
 import os
+import statistics
 import sys
 from bisect import bisect_right
 
@@ -157,6 +158,329 @@ def hitless(results):
     summary["tcp"] = tcp
     summary["tcp_ok"] = bool(tcp) and not tcp.get("error") and tcp.get("received") == tcp.get("sent") and (tcp.get("sent") or 0) > 0
     return "\n".join(rows) + "\n\n" + tcp_line, summary
+
+
+# ------------------------------------------------------------------ a scenario played
+
+# A change of one-way delay that is a step's and not noise (the kernel suite's scenario check).
+STEP_CHANGE_MS = 15.0
+# What a one-way delay may fall short of its step's delay (clock reads, timer slack).
+BELOW_MS = 0.5
+# Delivered bytes are counted in windows this long; a step's medians leave out this much at
+# each of its ends.
+WINDOW_S = 0.25
+MARGIN_S = 0.5
+# A run of lost stream packets at least this share of an outage step's length is that outage.
+OUTAGE_SHARE = 0.5
+# Stream packets in a row at or above step 1's delay that say step 1 has begun.
+RUN_TO_START = 10
+# A stream packet on the link: Ethernet, IPv4 and UDP headers, probe.py's 24-byte stamp and its
+# 32 bytes of padding.
+STREAM_FRAME_BYTES = 14 + 20 + 8 + 24 + 32
+
+
+def timeline_schedule(steps):
+    """Each step's start and end (s from step 1's start), downlink rate (bit/s; None when
+    unshaped), delay (ms) and whether it is an outage (100% loss down)."""
+    out, t = [], 0.0
+    for step in steps:
+        down = step.get("downlink") or {}
+        out.append({"label": step["label"], "start": t, "end": t + step["seconds"], "bps": down.get("bandwidthBitsPerSecond"),
+                    "delay": float(down.get("delayMilliseconds") or 0), "outage": (down.get("lossPercent") or 0) >= 100})
+        t += step["seconds"]
+    return out
+
+
+def stream_packets(down):
+    """The received packets as {seq: (sent s, one-way delay ms)}, every sequence number's send
+    time (a lost packet's placed by sequence between its received neighbours), the packet
+    interval (s), and the runs of lost packets as (first, last) sequence numbers."""
+    received = {seq: (sent / 1e9, (got - sent) / 1e6) for seq, sent, got in down["packets"]}
+    known = sorted((seq, t) for seq, (t, _) in received.items())
+    if len(known) < 2:
+        return received, {}, None, []
+    interval = (known[-1][1] - known[0][1]) / (known[-1][0] - known[0][0])
+    seqs = [seq for seq, _ in known]
+    t_of = {}
+    for seq in range(max(down.get("sent") or 0, known[-1][0] + 1)):
+        i = bisect_right(seqs, seq) - 1
+        if 0 <= i < len(seqs) and seqs[i] == seq:
+            t_of[seq] = known[i][1]
+        elif i < 0:
+            t_of[seq] = known[0][1] - (known[0][0] - seq) * interval
+        elif i + 1 >= len(seqs):
+            t_of[seq] = known[-1][1] + (seq - known[-1][0]) * interval
+        else:
+            (s0, t0), (s1, t1) = known[i], known[i + 1]
+            t_of[seq] = t0 + (t1 - t0) * (seq - s0) / (s1 - s0)
+    runs, first = [], None
+    for seq in range(len(t_of)):
+        if seq not in received and first is None:
+            first = seq
+        elif seq in received and first is not None:
+            runs.append((first, seq - 1))
+            first = None
+    if first is not None:
+        runs.append((first, len(t_of) - 1))
+    return received, t_of, interval, runs
+
+
+def first_delay_change(schedule, ordered):
+    """The kernel suite's way (scenario_check.py): step 1 begins with the first packet at or above
+    its delay, step 2 with the next packet whose delay differs from step 1's by more than
+    STEP_CHANGE_MS. Returns step 2's send time (s), or None."""
+    d1 = schedule[0]["delay"]
+    i = next((i for i, (_, d) in enumerate(ordered) if d >= d1 - BELOW_MS), None)
+    if i is None:
+        return None
+    return next((t for t, d in ordered[i + 1:] if abs(d - d1) > STEP_CHANGE_MS), None)
+
+
+def step1_from_off(schedule, ordered):
+    """Step 1's start (s), when the stream began before the scenario: the first of RUN_TO_START
+    packets in a row at or above step 1's delay, after the unshaped ones. A queue only adds to a
+    packet's delay, so no wait in it can make this early; or None."""
+    d1 = schedule[0]["delay"]
+    if schedule[0]["outage"] or d1 <= BELOW_MS or not ordered or ordered[0][1] >= d1 - BELOW_MS:
+        return None
+    run = 0
+    for i, (_, d) in enumerate(ordered):
+        run = run + 1 if d >= d1 - BELOW_MS else 0
+        if run == RUN_TO_START:
+            return ordered[i - RUN_TO_START + 1][0]
+    return None
+
+
+def align_timeline(schedule, received, interval, runs, ordered):
+    """Step 1's start on the packets' clock (s), how it was found, and the index of the step
+    whose start it was found by. Neither way that comes first is misled by a queue's wait: the
+    unshaped packets before the scenario against step 1's, or else the end of an outage step (the
+    queue it leaves is empty, so the first packet after its run of losses was sent at the next
+    step's start). The kernel suite's way, the first change of delay (first_delay_change), only
+    when neither can be had."""
+    t1 = step1_from_off(schedule, ordered)
+    if t1 is not None:
+        return (t1, "the start of step 1: the first of %d stream packets in a row at or above its delay, after the unshaped ones "
+                "before it" % RUN_TO_START, 0)
+    for k, step in enumerate(schedule[:-1]):
+        if not step["outage"] or interval is None:
+            continue
+        long_runs = [r for r in runs if (r[1] - r[0] + 1) * interval >= OUTAGE_SHARE * (step["end"] - step["start"])]
+        long_runs = [r for r in long_runs if r[1] + 1 in received]
+        if long_runs:
+            first, last = max(long_runs, key=lambda r: r[1] - r[0])
+            return (received[last + 1][0] - schedule[k + 1]["start"],
+                    "the end of the outage: step %d began with the first stream packet after %d lost in a row" % (k + 2, last - first + 1), k + 1)
+    t2 = first_delay_change(schedule, ordered) if len(schedule) > 1 else None
+    if t2 is None:
+        return None, "no step change found in the one-way delays", None
+    return (t2 - schedule[1]["start"],
+            "the first change of one-way delay: step 2 began with the first packet %.0f ms off step 1's delay" % STEP_CHANGE_MS, 1)
+
+
+def measured_start(schedule, k, t0, received, t_of, runs, ordered):
+    """When step k began, by the stream packets near its scheduled start (s), or None when they
+    cannot tell: the first packet only the new step explains. Into an outage, the first of the
+    outage's lost packets; out of one, the first received after them; to a lower delay, the first
+    packet below the old step's delay; to a higher one, the packet after the last below the new
+    step's delay. A queue's wait on top of the step's delay can hide a change (None); a full
+    queue's drops just before an outage count with it (early)."""
+    new, old = schedule[k], (schedule[k - 1] if k > 0 else None)
+    sched = t0 + new["start"]
+    half = min(0.5, (new["end"] - new["start"]) / 2, (old["end"] - old["start"]) / 2 if old else 0.5)
+    lo, hi = sched - half, sched + half
+    if new["outage"] or (old and old["outage"]):
+        if new["outage"]:
+            near = [r for r in runs if lo <= t_of[r[0]] <= hi]
+            return t_of[max(near, key=lambda r: r[1] - r[0])[0]] if near else None
+        near = [r for r in runs if r[1] + 1 in received and lo <= received[r[1] + 1][0] <= hi]
+        return received[max(near, key=lambda r: r[1] - r[0])[1] + 1][0] if near else None
+    window = [(t, d) for t, d in ordered if lo <= t <= hi]
+    d_old, d_new = (old["delay"] if old else 0.0), new["delay"]
+    if d_new < d_old:
+        return next((t for t, d in window if d < d_old - BELOW_MS), None)
+    if d_new > d_old:
+        fast = [i for i, (_, d) in enumerate(window) if d < d_new - BELOW_MS]
+        return window[fast[-1] + 1][0] if fast and fast[-1] + 1 < len(window) else None
+    return None
+
+
+def delivered(download):
+    """The download's series on the monotonic clock: ([times s], [payload bytes so far]), and the
+    factor from payload to link bytes."""
+    result = (download or {}).get("result") or {}
+    start = result.get("startMonotonicNs")
+    if start is None or not result.get("series"):
+        return [], [], 1.0
+    times = [start / 1e9 + t for t, _ in result["series"]]
+    return times, [b for _, b in result["series"]], result.get("frame_bytes", 1514) / result.get("payload_bytes", 1448)
+
+
+def window_rates(times, counts, scale, t0):
+    """Link Mbit/s in WINDOW_S windows with edges at t0 + n * WINDOW_S: [(window start s, Mbit/s)]."""
+    if not times:
+        return []
+
+    def so_far(t):
+        i = bisect_right(times, t) - 1
+        return counts[i] if i >= 0 else 0
+
+    n = math.floor((times[0] - t0) / WINDOW_S)
+    out = []
+    while t0 + n * WINDOW_S < times[-1]:
+        a = t0 + n * WINDOW_S
+        out.append((a, (so_far(a + WINDOW_S) - so_far(a)) * 8 / WINDOW_S * scale / 1e6))
+        n += 1
+    return out
+
+
+def scenario(results, plots_dir):
+    """A timed scenario played under a TCP download and a UDP stream (scenario.json): per step its
+    schedule, what was measured in its middle and when it began; and the timeline plot."""
+    doc = load(os.path.join(results, "scenario.json"))
+    if not doc:
+        return "(not measured)", None
+    stream = ((doc.get("stream") or {}).get("result") or {}).get("down")
+    if not stream or not stream.get("packets") or not doc.get("steps"):
+        return "(no stream packets: stream exit status %s)" % (doc.get("stream") or {}).get("exitStatus"), None
+    schedule = timeline_schedule(doc["steps"])
+    received, t_of, interval, runs = stream_packets(stream)
+    ordered = sorted(received.values())
+    t0, method, anchor = align_timeline(schedule, received, interval, runs, ordered)
+    if t0 is None:
+        return "(%s)" % method, None
+    times, counts, scale = delivered(doc.get("download"))
+    windows = window_rates(times, counts, scale, t0)
+
+    rows = ["| step | scheduled rate | scheduled delay | TCP on the link, median Mbit/s | one-way delay, median ms | stream packets lost | began vs schedule |",
+            "|---|---|---|---|---|---|---|"]
+    for k, step in enumerate(schedule):
+        a, b = t0 + step["start"], t0 + step["end"]
+        rates = [r for w, r in windows if a + MARGIN_S - 1e-9 <= w and w + WINDOW_S <= b - MARGIN_S + 1e-9]
+        delays = [d for t, d in ordered if a + MARGIN_S <= t <= b - MARGIN_S]
+        in_step = [seq for seq, t in t_of.items() if a <= t < b]
+        lost = sum(1 for seq in in_step if seq not in received)
+        began = measured_start(schedule, k, t0, received, t_of, runs, ordered)
+        if k == anchor:
+            began_text = "0 (aligned on it)"
+        else:
+            began_text = "%+d ms" % round((began - a) * 1000) if began is not None else "–"
+        rows.append("| %d | %s | %s | %s | %s | %d of %d | %s |" % (
+            k + 1, "100% loss down" if step["outage"] else ("%g Mbit/s" % (step["bps"] / 1e6) if step["bps"] else "unshaped"),
+            "–" if step["outage"] else "%g ms" % step["delay"],
+            fmt(statistics.median(rates), 2) if rates else "–", fmt(statistics.median(delays), 1) if delays else "–",
+            lost, len(in_step), began_text))
+    t2 = first_delay_change(schedule, ordered)
+    result = (doc.get("download") or {}).get("result") or {}
+    stream_rate = (doc.get("stream") or {}).get("rate") or 100
+    notes = ["Aligned on %s. Medians over each step's middle (%.1f s left out at each end): the download's payload in %d ms windows, "
+             "scaled to the link (× %d/%d); the stream's own %g packets a second (%.2f Mbit/s on the link) are not in it. "
+             "*Began vs schedule*: the first stream packet only the new step explains, to within a packet (%.0f ms); – where the "
+             "wait in the queue hides the change." % (method, MARGIN_S, WINDOW_S * 1000, result.get("frame_bytes", 1514),
+                                                      result.get("payload_bytes", 1448), stream_rate, stream_rate * STREAM_FRAME_BYTES * 8 / 1e6,
+                                                      (interval or 0) * 1000)]
+    if anchor != 1 and t2 is not None:
+        notes.append("The first change of one-way delay from step 1's (by more than %.0f ms, the kernel suite's alignment) came "
+                     "%.0f ms after step 1 began; the schedule has step 2 at %.0f ms." % (STEP_CHANGE_MS, (t2 - t0) * 1000, schedule[1]["start"] * 1000))
+    notes.append("Stream: %d packets sent, %d received. Download: %s bytes of payload (exit status %s%s). The daemon's history: %d "
+                 "changes of the scenario (play and steps)." % (
+                     stream.get("sent", 0), len(received), result.get("total_bytes"), (doc.get("download") or {}).get("exitStatus"),
+                     ", %s" % result["error"] if result.get("error") else "", len(doc.get("history") or [])))
+    path = timeline_plot(doc, schedule, t0, windows, received, t_of, plots_dir)
+    return "\n".join(rows) + "\n\n" + "\n\n".join(notes), path
+
+
+def timeline_plot(doc, schedule, t0, windows, received, t_of, plots_dir):
+    """Two panels on one time axis (s from step 1's start): delivered throughput against the
+    scheduled rate, each stream packet's one-way delay against the scheduled delay."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker
+    except ImportError:
+        return None
+    os.makedirs(plots_dir, exist_ok=True)
+    end = schedule[-1]["end"]
+    packets = sorted((t - t0, d) for t, d in received.values())
+    lost = sorted(t - t0 for seq, t in t_of.items() if seq not in received)
+    x_lo = max(-1.5, min([p[0] for p in packets] + [w - t0 for w, _ in windows]))
+    x_hi = max([p[0] for p in packets] + [w - t0 + WINDOW_S for w, _ in windows] + [end])
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(9.6, 6.4), gridspec_kw={"height_ratios": [1, 1.15]})
+
+    def schedule_line(value):
+        xs, ys = [x_lo, 0.0], [None, None]
+        for step in schedule:
+            xs.append(step["start"])
+            ys.append(value(step))
+        xs.append(x_hi)
+        ys.append(ys[-1])
+        return xs, [float("nan") if y is None else y for y in ys]
+
+    for ax in (top, bottom):
+        ax.axvspan(x_lo, 0, color="0.85", alpha=0.5, linewidth=0)
+        for step in schedule:
+            ax.axvline(step["start"], color="0.6", linewidth=0.6, linestyle=":")
+            if step["outage"]:
+                ax.axvspan(step["start"], step["end"], color="tab:red", alpha=0.08, linewidth=0)
+        ax.grid(True, axis="y", alpha=0.3)
+
+    peak = max((s["bps"] or 0) for s in schedule) / 1e6 or 1.0
+    ceiling = 1.35 * peak
+    top.bar([w - t0 for w, _ in windows], [min(r, ceiling) for _, r in windows], width=WINDOW_S, align="edge",
+            color="tab:blue", alpha=0.55, label="TCP download, delivered per %d ms (on the link)" % (WINDOW_S * 1000))
+    clipped = [(w - t0, r) for w, r in windows if r > ceiling]
+    if clipped:
+        top.plot([w + WINDOW_S / 2 for w, _ in clipped], [ceiling * 0.97] * len(clipped), "^", color="tab:blue", markersize=5)
+        w, r = max(clipped, key=lambda c: c[1])
+        top.annotate("up to %.0f Mbit/s" % r, (w + WINDOW_S / 2, ceiling * 0.97), xytext=(4, -12), textcoords="offset points", fontsize=7)
+    xs, ys = schedule_line(lambda s: 0.0 if s["outage"] else (s["bps"] / 1e6 if s["bps"] else None))
+    top.step(xs, ys, where="post", color="black", linewidth=1.4, label="the scenario's downlink rate (top) and delay (bottom)")
+    top.set_ylim(0, ceiling)
+    top.set_ylabel("Mbit/s")
+    for k, step in enumerate(schedule):
+        top.text((step["start"] + step["end"]) / 2, ceiling * 1.01, "outage" if step["outage"] else str(k + 1),
+                 ha="center", va="bottom", fontsize=8, color="tab:red" if step["outage"] else "0.3")
+
+    highest = max(s["delay"] for s in schedule)
+    delays = [d for _, d in packets if d > 0]
+    log_scale = bool(delays) and max(delays) > 4 * highest
+    bottom.plot([t for t, _ in packets], [d for _, d in packets], ".", markersize=2.5, color="tab:orange",
+                label="UDP packet every 10 ms: one-way delay (the step's + queueing)")
+    xs, ys = schedule_line(lambda s: None if s["outage"] else s["delay"])
+    bottom.step(xs, ys, where="post", color="black", linewidth=1.4)
+    if log_scale:
+        bottom.set_yscale("log")
+        floor = min(s["delay"] for s in schedule if not s["outage"] and s["delay"] > 0) / 3
+        bottom.set_ylim(floor, max(delays) * 1.5)
+    else:
+        floor = 0
+        bottom.set_ylim(0, max(delays + [highest]) * 1.15)
+    if lost:
+        bottom.plot(lost, [bottom.get_ylim()[0]] * len(lost), "|", color="tab:red", markersize=7, alpha=0.6,
+                    label="lost UDP packet (sent then)")
+    bottom.set_ylabel("one-way delay, ms" + (" (log)" if log_scale else ""))
+    bottom.set_xlabel("seconds from step 1's start (aligned on the packets)")
+    if x_lo < 0:
+        low, high = bottom.get_ylim()
+        middle = math.sqrt(low * high) if log_scale else (low + high) / 2
+        bottom.text(x_lo / 2, middle, "off\n(before\nthe\nscenario)", ha="center", va="center", fontsize=7, color="0.35")
+    bottom.set_xlim(x_lo, x_hi)
+    lengths = {s["end"] - s["start"] for s in schedule}
+    if len(lengths) == 1:
+        bottom.xaxis.set_major_locator(matplotlib.ticker.MultipleLocator(lengths.pop()))
+    handles, labels = [], []
+    for ax in (top, bottom):
+        h, l = ax.get_legend_handles_labels()
+        handles += h
+        labels += l
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.suptitle("linkcond: scenario '%s' played under a TCP download and a UDP stream (real packets, netem)" % doc.get("scenario"), fontsize=10)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    path = os.path.join(plots_dir, "scenario-timeline.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 # ------------------------------------------------------------------ fidelity
@@ -416,7 +740,8 @@ def targets(methods, native_data, hitless_summary, footprint, rows, passed, comm
 
 
 def main():
-    results, plots_dir = sys.argv[1], sys.argv[2]
+    results = sys.argv[1]
+    plots_dir = sys.argv[2] if len(sys.argv) > 2 else os.path.join("docs", "performance")
     machine = load(os.path.join(results, "machine.json"), {})
     footprint = load(os.path.join(results, "footprint.json"), {})
     lat_table, methods = latency(results)
@@ -426,6 +751,7 @@ def main():
     condition_table, condition_data = conditions(results)
     match_table, match_data = matches(results)
     sandbox_table, sandbox_data = sandboxes(results)
+    scenario_table, scenario_plot = scenario(results, plots_dir)
     fid_tables, rows, passed = fidelity(results)
     made = plots(rows, methods, plots_dir)
 
@@ -437,6 +763,10 @@ def main():
     print(native_table + "\n")
     print("### Hitless switching\n")
     print(hit_table + "\n")
+    print("### A scenario played (timed steps under a TCP download and a UDP stream)\n")
+    print(scenario_table + "\n")
+    if scenario_plot:
+        print("![%s](%s)\n" % (os.path.basename(scenario_plot), os.path.relpath(scenario_plot, "docs")))
     print("### The client as a command (this machine, whole processes, interleaved)\n")
     print(command_table + "\n")
     print("### Many conditions at once (one per interface, switching the default one)\n")

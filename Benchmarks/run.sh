@@ -97,8 +97,9 @@ idle_minute() {
 # LC_BENCH_PARTS picks parts (default all): switching (footprint, latency, tc, tcconfig), hitless,
 # conditions (many at once, one per interface), matches (many peers of one interface),
 # sandboxes (many run --isolated sandboxes), metrics (scrapes on the real kernel, memory and idle
-# with counters read and the metrics listener open), fidelity.
-PARTS=" ${LC_BENCH_PARTS:-switching hitless conditions matches sandboxes metrics fidelity} "
+# with counters read and the metrics listener open), scenario (a timed scenario played under a TCP
+# download and a UDP stream), fidelity.
+PARTS=" ${LC_BENCH_PARTS:-switching hitless conditions matches sandboxes metrics scenario fidelity} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 # The daemon counts its netlink requests with fault injection on (never armed here).
 executed_steps() { curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r .executedSteps; }
@@ -357,6 +358,105 @@ jq -n --slurpfile scale "$WORK/metrics-scale.json" --argjson rssStart "$metrics_
 cat "$OUT/metrics.json"
 daemon_stop TERM
 start_daemon
+fi
+
+# --------------------------------------------------------------- a scenario played
+if part scenario; then
+log "scenario: 8 timed steps of 2 s under a TCP download and a UDP stream, one-way delays and delivered bytes"
+# The daemon reads scenarios from the directory beside its profiles; reloaded, not restarted.
+SCENARIOS="$WORK/scenarios"
+mkdir -p "$SCENARIOS"
+TIMELINE_NAME="LC Bench Timeline"
+TIMELINE_STEP_SECONDS=2
+# Each step, both directions alike: "MBIT/S DELAY_MS"; "outage" is 100% loss down, the uplink
+# unshaped (ACKs and retransmission timers keep running).
+TIMELINE=("8 20" "2 60" "8 20" "1 100" "4 40" outage "8 20" "2 60")
+{
+    echo "name: $TIMELINE_NAME"
+    echo "steps:"
+    for i in "${!TIMELINE[@]}"; do
+        read -r mbit ms <<<"${TIMELINE[$i]}"
+        if [[ $mbit == outage ]]; then
+            printf '  - { label: "step %d", downlink: { loss: 100%% }, for: %ds }\n' $((i + 1)) "$TIMELINE_STEP_SECONDS"
+        else
+            printf '  - { label: "step %d", downlink: { bandwidth: %sMbit, delay: %sms }, uplink: { bandwidth: %sMbit, delay: %sms }, for: %ds }\n' \
+                $((i + 1)) "$mbit" "$ms" "$mbit" "$ms" "$TIMELINE_STEP_SECONDS"
+        fi
+    done
+} >"$SCENARIOS/lc-bench-timeline.yaml"
+# The same steps as report.py reads them.
+for i in "${!TIMELINE[@]}"; do
+    read -r mbit ms <<<"${TIMELINE[$i]}"
+    if [[ $mbit == outage ]]; then
+        printf '{"label":"step %d","seconds":%d,"downlink":{"bandwidthBitsPerSecond":null,"delayMilliseconds":0,"lossPercent":100},"uplink":null}\n' \
+            $((i + 1)) "$TIMELINE_STEP_SECONDS"
+    else
+        printf '{"label":"step %d","seconds":%d,"downlink":{"bandwidthBitsPerSecond":%d,"delayMilliseconds":%d,"lossPercent":0},"uplink":{"bandwidthBitsPerSecond":%d,"delayMilliseconds":%d,"lossPercent":0}}\n' \
+            $((i + 1)) "$TIMELINE_STEP_SECONDS" $((mbit * 1000000)) "$ms" $((mbit * 1000000)) "$ms"
+    fi
+done | jq -s . >"$WORK/timeline-steps.json"
+curl -sf --unix-socket "$SOCK" -X POST http://linkcond/v1/reload >/dev/null
+curl -sf --unix-socket "$SOCK" http://linkcond/v1/scenarios >"$WORK/scenarios.json"
+jq -e --arg n "$TIMELINE_NAME" 'any(.scenarios[]; .name == $n)' "$WORK/scenarios.json" >/dev/null ||
+    { echo "bench: the daemon did not load $TIMELINE_NAME:" >&2; cat "$WORK/scenarios.json" >&2; exit 1; }
+put_condition off
+# Packets every 10 ms down the link (their one-way delays: the step's delay plus what waits in
+# the queue, which the download fills), and a TCP download through the same queue from probe.py's
+# source (timed_download.py: probe.py throughput's series merges arrivals less than 10 ms apart,
+# which a steady download always is). Both from about a second before the scenario starts to a
+# few seconds after its 16 s, on the clock of the stream's stamps.
+# LC_BENCH_SCENARIO_RCVBUF bounds the download's receive buffer (bytes), and with it how much of
+# the queue TCP can fill; unset, the kernel's autotuning.
+rcvbuf_args=()
+[[ -z ${LC_BENCH_SCENARIO_RCVBUF:-} ]] || rcvbuf_args=(--rcvbuf "$LC_BENCH_SCENARIO_RCVBUF")
+probe_cli 120 stream --dir down --host "$S4" --ctl "$CTL" --rate 100 --duration 20 --grace 5 >"$WORK/timeline-stream.json" &
+stream_pid=$!
+cli timeout 120 python3 "$REPO/Benchmarks/timed_download.py" --host "$S4" --duration 20 \
+    "${rcvbuf_args[@]}" >"$WORK/timeline-download.json" &
+download_pid=$!
+# Until both run (each a Python start, about a second under emulation): the download's
+# connection to the source port (5002, 138A) is established and the stream's socket is bound to
+# the client's address, read from the client namespace's tables without starting a process.
+IFS=. read -r o1 o2 o3 o4 <<<"$C4"
+printf -v c4hex '%02X%02X%02X%02X' "$o4" "$o3" "$o2" "$o1"
+measurements_running() {
+    local tcp=0 udp=0 f
+    while read -r -a f; do [[ ${f[2]} == *:138A && ${f[3]} == 01 ]] && tcp=1; done <"/proc/$NS_ANCHOR/net/tcp"
+    while read -r -a f; do [[ ${f[1]} == "$c4hex":* ]] && udp=1; done <"/proc/$NS_ANCHOR/net/udp"
+    ((tcp && udp))
+}
+running=no
+for _ in $(seq 600); do
+    measurements_running && { running=yes; break; }
+    snooze 0.1
+done
+[[ $running == yes ]] || note "the stream or the download did not show within 60 s; playing anyway"
+snooze 1
+timeout 30 curl -s --unix-socket "$SOCK" -X PUT -d "{\"scenario\": \"$TIMELINE_NAME\"}" http://linkcond/v1/condition >"$WORK/timeline-play.json" || true
+download_rc=0
+wait "$download_pid" || download_rc=$?
+stream_rc=0
+wait "$stream_pid" || stream_rc=$?
+timeout 30 curl -s --unix-socket "$SOCK" "http://linkcond/v1/history?limit=50" >"$WORK/timeline-history.json" || true
+put_condition off
+# A file that is not one JSON document (a probe that failed) becomes null.
+for f in stream download play history; do
+    jq -e . "$WORK/timeline-$f.json" >/dev/null 2>&1 || echo null >"$WORK/timeline-$f.json"
+done
+jq -n --arg name "$TIMELINE_NAME" --rawfile yaml "$SCENARIOS/lc-bench-timeline.yaml" --slurpfile steps "$WORK/timeline-steps.json" \
+    --slurpfile stream "$WORK/timeline-stream.json" --slurpfile download "$WORK/timeline-download.json" \
+    --slurpfile play "$WORK/timeline-play.json" --slurpfile history "$WORK/timeline-history.json" \
+    --argjson streamRc "$stream_rc" --argjson downloadRc "$download_rc" --arg running "$running" \
+    --arg rcvbuf "${LC_BENCH_SCENARIO_RCVBUF:-}" \
+    '{scenario: $name, yaml: $yaml, steps: $steps[0],
+      stream: {rate: 100, durationSeconds: 20, exitStatus: $streamRc, result: $stream[0]},
+      download: {durationSeconds: 20, rcvbuf: (if $rcvbuf == "" then null else ($rcvbuf | tonumber) end), exitStatus: $downloadRc,
+                 result: $download[0]},
+      bothRunningBeforePlay: ($running == "yes"), leadSeconds: 1,
+      play: $play[0],
+      history: [($history[0].entries // [])[] | select(.reason == "play" or ((.reason // "") | startswith("scenario")))]}' >"$OUT/scenario.json"
+jq -c '{scenario, streamSent: .stream.result.down.sent, streamReceived: (.stream.result.down.packets | length),
+        downloadBytes: .download.result.total_bytes, history: (.history | length)}' "$OUT/scenario.json"
 fi
 
 part fidelity || { daemon_stop TERM; log "done: results in $OUT"; exit 0; }

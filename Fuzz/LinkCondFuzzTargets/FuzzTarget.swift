@@ -21,6 +21,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case json
     /// A profile file.
     case profile
+    /// A scenario file, and the schedule it plays.
+    case scenario
     /// The state file a restarted daemon reads.
     case state
 
@@ -29,6 +31,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .request: Self.request(bytes)
         case .json: Self.json(bytes)
         case .profile: Self.profile(bytes)
+        case .scenario: Self.scenario(bytes)
         case .state: Self.state(bytes)
         }
     }
@@ -78,6 +81,20 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             // What a parsed profile becomes must not trap either.
             _ = profile.summary
             _ = try? Bandwidth(parsing: profile.uplink.bandwidth?.description ?? "1kbit")
+        }
+    }
+
+    private static func scenario(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let scenario = try? ScenarioParser.parse(yaml: text, file: "fuzz.yaml") else { return }
+        // Its steps as they would play: durations drawn, repeats and loops followed.
+        var schedule = ScenarioSchedule(scenario, seed: UInt64(bytes.count))
+        for _ in 0..<200 {
+            guard let play = schedule.next() else { break }
+            let step = scenario.steps[play.index]
+            _ = step.displayName
+            _ = step.duration?.description
+            _ = step.trigger?.description
         }
     }
 

@@ -112,6 +112,78 @@ static inline int linkcond_request_qdisc(struct nl_sock *socket, int ifindex, ui
     return nl_send_simple(socket, RTM_GETQDISC, NLM_F_ECHO, &request, sizeof(request));
 }
 
+/// The netem attributes libnl 3.7 does not send, or sends only when they are non-zero: a
+/// change in place must state every one, or the kernel keeps the previous qdisc's (its
+/// correlations, reordering, corruption, distribution table and rate survive a change that
+/// leaves them out).
+typedef struct linkcond_netem_extras {
+    uint32_t delay_correlation;
+    uint32_t loss_correlation;
+    uint32_t duplicate_correlation;
+    uint32_t reorder_probability;
+    uint32_t reorder_correlation;
+    uint32_t corrupt_probability;
+    uint32_t corrupt_correlation;
+    /// The jitter's distribution table (NETEM_DIST_SCALE units); none when `distribution_size` is 0.
+    const int16_t *distribution;
+    size_t distribution_size;
+    /// A Gilbert-Elliott loss model instead of independent loss.
+    int gilbert_elliott;
+    uint32_t ge_p, ge_r, ge_h, ge_k1;
+    /// netem's own rate, bytes per second; 0: none.
+    uint32_t rate_bytes_per_second;
+} linkcond_netem_extras;
+
+/// Adds or changes the netem qdisc `qdisc` (as `rtnl_qdisc_add` does, with `flags`), with
+/// `extras` after the options struct libnl wrote. sch_netem reads its options as a struct
+/// followed by attributes up to the end of TCA_OPTIONS, which libnl makes the message's last
+/// attribute: the extras go after the struct, and TCA_OPTIONS is stretched over them.
+static inline int linkcond_netem_send(struct nl_sock *socket, struct rtnl_qdisc *qdisc, int flags, const linkcond_netem_extras *extras) {
+    struct nl_msg *message = NULL;
+    int error = rtnl_qdisc_build_add_request(qdisc, flags, &message);
+    if (error < 0) return error;
+    size_t needed = nlmsg_hdr(message)->nlmsg_len + extras->distribution_size * sizeof(int16_t) + 512;
+    if (needed > nlmsg_get_max_size(message) && (error = nlmsg_expand(message, needed)) < 0) goto failed;
+    struct nlattr *options = nlmsg_find_attr(nlmsg_hdr(message), sizeof(struct tcmsg), TCA_OPTIONS);
+    if (options == NULL || nla_len(options) < (int)sizeof(struct tc_netem_qopt)) { error = -NLE_MISSING_ATTR; goto failed; }
+    size_t options_offset = (char *)options - (char *)nlmsg_hdr(message);
+    // Everything after the struct is written here: libnl 3.7 counts the attributes it adds
+    // after the struct twice in the message's length, which leaves a gap of zeros where the
+    // kernel's parser stops. The message ends at the struct, and reordering's gap of 1 (which
+    // libnl would set) is set in it.
+    struct tc_netem_qopt *qopt = nla_data(options);
+    qopt->gap = extras->reorder_probability != 0 ? 1 : 0;
+    nlmsg_hdr(message)->nlmsg_len = (uint32_t)(options_offset + NLA_HDRLEN + NLA_ALIGN(sizeof(struct tc_netem_qopt)));
+
+    struct tc_netem_corr correlation = {
+        .delay_corr = extras->delay_correlation, .loss_corr = extras->loss_correlation, .dup_corr = extras->duplicate_correlation,
+    };
+    struct tc_netem_reorder reorder = { .probability = extras->reorder_probability, .correlation = extras->reorder_correlation };
+    struct tc_netem_corrupt corrupt = { .probability = extras->corrupt_probability, .correlation = extras->corrupt_correlation };
+    struct tc_netem_rate rate = { .rate = extras->rate_bytes_per_second };
+    if ((error = nla_put(message, TCA_NETEM_CORR, sizeof(correlation), &correlation)) < 0) goto failed;
+    if ((error = nla_put(message, TCA_NETEM_REORDER, sizeof(reorder), &reorder)) < 0) goto failed;
+    if ((error = nla_put(message, TCA_NETEM_CORRUPT, sizeof(corrupt), &corrupt)) < 0) goto failed;
+    if ((error = nla_put(message, TCA_NETEM_RATE, sizeof(rate), &rate)) < 0) goto failed;
+    if (extras->distribution_size > 0 &&
+        (error = nla_put(message, TCA_NETEM_DELAY_DIST, (int)(extras->distribution_size * sizeof(int16_t)), extras->distribution)) < 0) goto failed;
+    if (extras->gilbert_elliott) {
+        struct nlattr *loss = nla_nest_start(message, TCA_NETEM_LOSS);
+        if (loss == NULL) { error = -NLE_NOMEM; goto failed; }
+        struct tc_netem_gemodel model = { .p = extras->ge_p, .r = extras->ge_r, .h = extras->ge_h, .k1 = extras->ge_k1 };
+        if ((error = nla_put(message, NETEM_LOSS_GE, sizeof(model), &model)) < 0) goto failed;
+        nla_nest_end(message, loss);
+    }
+    struct nlmsghdr *header = nlmsg_hdr(message);
+    options = (struct nlattr *)((char *)header + options_offset);
+    options->nla_len = (uint16_t)(header->nlmsg_len - options_offset);
+    // nl_send_sync frees the message, sent or not.
+    return nl_send_sync(socket, message);
+failed:
+    nlmsg_free(message);
+    return error;
+}
+
 /// `setns(2)`, declared here because <sched.h> declares it only under _GNU_SOURCE, which the
 /// Glibc module was not built with.
 extern int setns(int fd, int nstype);

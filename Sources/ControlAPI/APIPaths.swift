@@ -1,6 +1,9 @@
 /// The control API's routes. Versioned, so a future `/v2` can change shapes without breaking scripts.
 public enum APIPath {
     public static let profiles = "/v1/profiles"
+    public static let scenarios = "/v1/scenarios"
+    /// `POST`: the default condition's scenario moves on to its next step.
+    public static let conditionNext = "/v1/condition/next"
     public static let status = "/v1/status"
     /// The default condition: the daemon's own interface.
     public static let condition = "/v1/condition"
@@ -31,6 +34,11 @@ public enum APIPath {
     /// `/v1/conditions/{id}/lease`: `DELETE` ends the caller's lease on that condition early.
     public static func conditionLease(_ id: String) -> String {
         condition(id) + "/lease"
+    }
+
+    /// `/v1/conditions/{id}/next`: `POST` moves that condition's scenario on to its next step.
+    public static func conditionNext(_ id: String) -> String {
+        condition(id) + "/next"
     }
 
     /// Everything but unreserved characters (RFC 3986) is percent-encoded.

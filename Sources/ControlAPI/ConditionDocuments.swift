@@ -19,6 +19,9 @@ public struct ActivateRequest: Codable, Sendable, Equatable {
     public var profile: String?
     /// A profile that is not in the daemon's directories.
     public var definition: ProfileDefinition?
+    /// Or a scenario (`GET /v1/scenarios`) by name: its steps' profiles follow one another.
+    /// Exactly one of `profile`, `definition` and `scenario`.
+    public var scenario: String?
     /// Delete a qdisc that linkcond did not create instead of refusing. It is not restored later.
     public var replaceForeign: Bool?
     /// Make it a lease that reverts by itself after this long, e.g. `30s` (see `LeaseDuration`).
@@ -26,9 +29,13 @@ public struct ActivateRequest: Codable, Sendable, Equatable {
     /// Override a lease held by another client.
     public var force: Bool?
 
-    public init(profile: String? = nil, definition: ProfileDefinition? = nil, replaceForeign: Bool? = nil, for duration: String? = nil, force: Bool? = nil) {
+    public init(
+        profile: String? = nil, definition: ProfileDefinition? = nil, scenario: String? = nil, replaceForeign: Bool? = nil,
+        for duration: String? = nil, force: Bool? = nil
+    ) {
         self.profile = profile
         self.definition = definition
+        self.scenario = scenario
         self.replaceForeign = replaceForeign
         self.for = duration
         self.force = force
@@ -67,6 +74,8 @@ public struct StatusResponse: Codable, Sendable, Equatable {
     public var kernel: [KernelObjectDocument]?
     /// For the condition of a `linkcond run --isolated` sandbox: how it is joined to the host.
     public var sandbox: SandboxDocument?
+    /// While a scenario plays on the condition: which, its current step and what ends it.
+    public var scenario: ScenarioStatusDocument?
 
     public init(
         id: String? = nil, isDefault: Bool = true, interface: String, namespace: String? = nil, peer: String? = nil, ifb: String, active: Bool,

@@ -66,6 +66,8 @@ public struct LeaseRequest: Codable, Sendable, Equatable {
     /// A profile by name, or `definition`: as in `ActivateRequest`.
     public var profile: String?
     public var definition: ProfileDefinition?
+    /// Or a scenario by name, played for as long as the lease lasts.
+    public var scenario: String?
     /// The longest the lease may last even if the client stays, e.g. `30m`.
     public var `for`: String?
     /// Take over a lease held by someone else.
@@ -82,9 +84,10 @@ public struct LeaseRequest: Codable, Sendable, Equatable {
     public var sandbox: Bool?
 
     public init(
-        profile: String? = nil, definition: ProfileDefinition? = nil, for duration: String? = nil, force: Bool? = nil,
-        replaceForeign: Bool? = nil, interface: String? = nil, condition: String? = nil, sandbox: Bool? = nil
+        profile: String? = nil, definition: ProfileDefinition? = nil, scenario: String? = nil, for duration: String? = nil,
+        force: Bool? = nil, replaceForeign: Bool? = nil, interface: String? = nil, condition: String? = nil, sandbox: Bool? = nil
     ) {
+        self.scenario = scenario
         self.interface = interface
         self.condition = condition
         self.sandbox = sandbox

@@ -5,12 +5,38 @@ public struct DirectionDocument: Codable, Sendable, Equatable {
     public var delay: String
     public var jitter: String
     public var loss: String
+    // The impairments of real links, each as in a profile file (`jitter-distribution:` is
+    // `jitterDistribution` here); absent when the profile leaves them at their default.
+    public var jitterDistribution: String?
+    public var jitterCorrelation: String?
+    public var keepOrder: Bool?
+    public var lossCorrelation: String?
+    public var burstLoss: BurstLossDocument?
+    public var duplicate: String?
+    public var duplicateCorrelation: String?
+    public var corrupt: String?
+    public var corruptCorrelation: String?
+    public var reorder: String?
+    public var reorderCorrelation: String?
+    /// `100 packets`, `64000 B` or `50ms`.
+    public var queue: String?
 
     public init(bandwidth: String?, delay: String, jitter: String, loss: String) {
         self.bandwidth = bandwidth
         self.delay = delay
         self.jitter = jitter
         self.loss = loss
+    }
+}
+
+/// Losses in bursts: the average share lost, and the mean number lost in a row.
+public struct BurstLossDocument: Codable, Sendable, Equatable {
+    public var average: String
+    public var length: Double
+
+    public init(average: String, length: Double) {
+        self.average = average
+        self.length = length
     }
 }
 

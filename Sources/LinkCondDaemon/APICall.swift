@@ -16,6 +16,9 @@ package enum APICall: Sendable, Equatable {
     case conditions(verbose: Bool)
     case profiles
     case profile(name: String)
+    case scenarios
+    /// The condition's scenario moves on to its next step.
+    case next(ConditionID?)
     case history(limit: Int)
     case stats
     /// The same counters, and the conditions, in Prometheus's text format.
@@ -37,7 +40,7 @@ package enum APICall: Sendable, Equatable {
     /// Whether the call changes anything, and so needs the requester to be authorized.
     var changes: Bool {
         switch self {
-        case .status, .conditions, .profiles, .profile, .history, .stats, .metrics, .faultCounter: return false
+        case .status, .conditions, .profiles, .profile, .scenarios, .history, .stats, .metrics, .faultCounter: return false
         default: return true
         }
     }
@@ -63,6 +66,12 @@ package enum APICall: Sendable, Equatable {
         case APIPath.profiles:
             try require(request, .GET)
             return .profiles
+        case APIPath.scenarios:
+            try require(request, .GET)
+            return .scenarios
+        case APIPath.conditionNext:
+            try require(request, .POST)
+            return .next(nil)
         case APIPath.stats:
             try require(request, .GET)
             return .stats
@@ -91,7 +100,7 @@ package enum APICall: Sendable, Equatable {
                     throw .badRequest("a sandbox is asked for with the condition pid/PID/\(SandboxAddressing.sandboxInterface), PID a process in the fresh network namespace to join to the host")
                 }
             }
-            return .hold(id, try ProfileChoice.from(profile: lease.profile, definition: lease.definition), lease, maximum: maximum)
+            return .hold(id, try ProfileChoice.from(profile: lease.profile, definition: lease.definition, scenario: lease.scenario), lease, maximum: maximum)
         case APIPath.lease:
             try require(request, .DELETE)
             return .releaseLease(nil)
@@ -104,13 +113,18 @@ package enum APICall: Sendable, Equatable {
             return .fault(request.body.isEmpty ? FaultRequest(failAtStep: nil) : try decode(FaultRequest.self, from: request.body))
         case _ where path.hasPrefix(APIPath.conditions + "/"):
             var rest = path.dropFirst(APIPath.conditions.count + 1)
-            let leaseSuffix = "/lease"
-            let isLease = rest.hasSuffix(leaseSuffix)
+            let leaseSuffix = "/lease", nextSuffix = "/next"
+            let isLease = rest.hasSuffix(leaseSuffix), isNext = rest.hasSuffix(nextSuffix)
             if isLease { rest = rest.dropLast(leaseSuffix.count) }
+            if isNext { rest = rest.dropLast(nextSuffix.count) }
             guard let name = APIPath.percentDecode(rest) else {
                 throw .badRequest("malformed condition id in the path")
             }
             let id = try conditionID(name)
+            if isNext {
+                try require(request, .POST)
+                return .next(id)
+            }
             guard isLease else { return try condition(id, request, query: query) }
             try require(request, .DELETE)
             return .releaseLease(id)
@@ -138,7 +152,8 @@ package enum APICall: Sendable, Equatable {
         default:
             let activation = try decode(ActivateRequest.self, from: request.body)
             let duration = try leaseDuration(activation.for)
-            return .activate(id, try ProfileChoice.from(profile: activation.profile, definition: activation.definition), activation, duration: duration)
+            let choice = try ProfileChoice.from(profile: activation.profile, definition: activation.definition, scenario: activation.scenario)
+            return .activate(id, choice, activation, duration: duration)
         }
     }
 
@@ -243,12 +258,12 @@ extension KnownFields {
 }
 
 extension ActivateRequest: KnownFields {
-    package static var knownFields: [String] { ["profile", "definition", "for", "force", "replaceForeign"] }
+    package static var knownFields: [String] { ["profile", "definition", "scenario", "for", "force", "replaceForeign"] }
     package static var knownNestedFields: [String: [String]] { ["definition": ProfileDefinition.knownFields] }
 }
 
 extension LeaseRequest: KnownFields {
-    package static var knownFields: [String] { ["profile", "definition", "for", "force", "replaceForeign", "interface", "condition", "sandbox"] }
+    package static var knownFields: [String] { ["profile", "definition", "scenario", "for", "force", "replaceForeign", "interface", "condition", "sandbox"] }
     package static var knownNestedFields: [String: [String]] { ["definition": ProfileDefinition.knownFields] }
 }
 

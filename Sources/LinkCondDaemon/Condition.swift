@@ -30,6 +30,8 @@ final class Condition {
     let stateStore: StateStore?
     var policy = ConditionPolicy()
     var leaseRuntime: LeaseRuntime?
+    /// The scenario playing on the condition, if any.
+    var scenario: ScenarioRun?
     /// For the condition of a `run --isolated` sandbox: the sandbox, which ends with it.
     var sandbox: SandboxAddressing?
     /// What the sandbox's user is told of the host when it is made (a firewall that drops its traffic).

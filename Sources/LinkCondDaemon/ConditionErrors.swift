@@ -70,3 +70,23 @@ public struct OverlappingPeerError: Error, Sendable, CustomStringConvertible {
         "\(requested) matches some of the same packets as \(existing), exactly as specifically (the same address, prefix and port); change or remove \(existing), or name the peer so that one is more specific"
     }
 }
+
+/// `linkcond next` on a condition that plays no scenario, or whose scenario is over.
+struct NoScenarioError: Error, CustomStringConvertible {
+    var condition: String
+    var finished: Bool
+
+    var description: String {
+        finished
+            ? "the scenario on \(condition) has played out; its last profile stays in force until you change it"
+            : "no scenario plays on \(condition); start one with linkcond play NAME"
+    }
+}
+
+/// A scenario step that cannot be played: its profile is gone, or its lease ended.
+struct ScenarioStepError: Error, CustomStringConvertible {
+    var scenario: String
+    var detail: String
+
+    var description: String { "scenario '\(scenario)': \(detail)" }
+}

@@ -47,6 +47,7 @@ extension Conditioner {
             exemptions: planner.exemptions.ports.map(\.description) + planner.exemptions.networks.map(\.description),
             lease: policy.lease.map { document($0, restoring: policy.baseline) }
         )
+        status.scenario = scenarioDocument(condition)
         status.addresses = condition.hostAddresses.flatMap { $0.isEmpty ? nil : $0.map(formatIPAddress) }
         if verbose {
             status.kernel = condition.convergence.kernelObjects()

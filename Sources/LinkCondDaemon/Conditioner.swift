@@ -35,18 +35,21 @@ public actor Conditioner {
     /// Joins `run --isolated` namespaces to the host; `nil`: sandboxes are refused.
     let sandboxes: (any SandboxPlumbing)?
     let planner: Planner
-    private let eventLoop: any EventLoop
+    let eventLoop: any EventLoop
     private let stateDirectory: String?
     let logger: Logger
     private let profileDirectories: [String]
     var catalog: ProfileCatalog
+    /// Beside each profile directory, its `scenarios` twin.
+    private let scenarioDirectories: [String]
+    var scenarioCatalog: ScenarioCatalog
     var history: ConditionHistory
     private(set) var conditions: [ConditionID: Condition]
     /// One tree per target, shared by the conditions on it; keyed by the whole interface's id.
     private var targets: [ConditionID: KernelConvergence]
     private var lastLeaseID: UInt64 = 0
     /// Set by `shutdown`: no change is taken after it.
-    private var stopping = false
+    private(set) var stopping = false
 
     public init(
         engine: sending ShapingEngine,
@@ -54,6 +57,8 @@ public actor Conditioner {
         planner: Planner,
         catalog: ProfileCatalog,
         profileDirectories: [String] = [],
+        scenarios: ScenarioCatalog = ScenarioCatalog(),
+        scenarioDirectories: [String] = [],
         eventLoop: any EventLoop,
         stateDirectory: String? = nil,
         historyFile: String? = nil,
@@ -77,6 +82,8 @@ public actor Conditioner {
         self.planner = planner
         self.catalog = catalog
         self.profileDirectories = profileDirectories
+        self.scenarioCatalog = scenarios
+        self.scenarioDirectories = scenarioDirectories
         self.eventLoop = eventLoop
         self.stateDirectory = stateDirectory
         self.history = ConditionHistory(file: historyFile.map { URL(fileURLWithPath: $0) })
@@ -99,21 +106,23 @@ public actor Conditioner {
         force: Bool = false, replacingForeign: Bool = false, hostAddresses: [[UInt8]] = []
     ) throws -> StatusResponse {
         try checkRunning()
-        let entry = try resolve(choice)
+        let (entry, scenario) = try resolve(choice)
         let condition = try self.condition(id, hostAddresses: hostAddresses)
         defer { dropIfIdle(condition) }
         try condition.checkHostAddresses()
         try condition.policy.checkNoLease(against: requester, force: force)
         let previous = condition.policy.effective
         let displaced: Condition.LeaseRuntime?
+        let playing = scenario.map { "'\($0.entry.scenario.name)' step 1 (\($0.entry.scenario.steps[0].displayName))" }
         if let duration {
             let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: duration, clientBound: false)
             displaced = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease), replacingForeign: replacingForeign)
-            record(condition, from: previous, reason: "lease", requester: requester, detail: "for \(duration)")
+            record(condition, from: previous, reason: "lease", requester: requester, detail: (playing.map { "plays \($0) " } ?? "") + "for \(duration)")
         } else {
             displaced = try converge(condition, to: condition.policy.wanting(baseline: entry, lease: nil), replacingForeign: replacingForeign)
-            record(condition, from: previous, reason: "activate", requester: requester, detail: nil)
+            record(condition, from: previous, reason: scenario == nil ? "activate" : "play", requester: requester, detail: playing)
         }
+        if let scenario { beginScenario(scenario, on: condition) }
         notifyTakeOver(displaced, on: condition, by: requester)
         return status(of: condition)
     }
@@ -160,7 +169,7 @@ public actor Conditioner {
         onEnd: @escaping @Sendable (LeaseEvent) -> Void
     ) throws -> (lease: LeaseTicket, status: StatusResponse) {
         try checkRunning()
-        let entry = try resolve(choice)
+        let (entry, scenario) = try resolve(choice)
         let condition = try sandbox ? makeSandbox(resolved(id), for: requester) : self.condition(id, hostAddresses: hostAddresses)
         defer { dropIfIdle(condition) }
         try condition.checkHostAddresses()
@@ -171,8 +180,10 @@ public actor Conditioner {
             condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease),
             replacingForeign: replacingForeign, onEnd: onEnd
         )
+        if let scenario { beginScenario(scenario, on: condition) }
         notifyTakeOver(displaced, on: condition, by: requester)
-        record(condition, from: previous, reason: "lease", requester: requester, detail: "while its client runs" + (maximum.map { ", at most \($0)" } ?? ""))
+        let playing = scenario.map { "plays '\($0.entry.scenario.name)' " } ?? ""
+        record(condition, from: previous, reason: "lease", requester: requester, detail: playing + "while its client runs" + (maximum.map { ", at most \($0)" } ?? ""))
         return (LeaseTicket(condition: condition.id, leaseID: lease.id), status(of: condition))
     }
 
@@ -211,6 +222,10 @@ public actor Conditioner {
             logger.warning("reload: skipping profile: \(problem)")
         }
         catalog = fresh
+        scenarioCatalog = ScenarioCatalog.load(from: scenarioDirectories, profiles: fresh)
+        for problem in scenarioCatalog.problems {
+            logger.warning("reload: skipping scenario: \(problem)")
+        }
         var reappliedAny = false
         for condition in orderedConditions where !stopping {
             reappliedAny = refresh(condition, from: fresh, by: requester) || reappliedAny
@@ -274,6 +289,7 @@ public actor Conditioner {
         stopping = true
         var failure: ShapingError?
         for condition in orderedConditions {
+            endScenario(condition)
             let previous = condition.policy.effective
             let lease = condition.policy.lease
             let runtime = condition.leaseRuntime
@@ -326,6 +342,7 @@ public actor Conditioner {
             logger.warning("cannot look at the network namespace of \(condition.id): \(error); trying again in a second")
             return false
         }
+        endScenario(condition)
         let previous = condition.policy.effective
         let runtime = condition.leaseRuntime
         runtime?.timer?.cancel()
@@ -523,14 +540,18 @@ public actor Conditioner {
 
     // MARK: Leases
 
-    private func resolve(_ choice: ProfileChoice) throws(UnknownProfileError) -> CatalogEntry {
+    /// The profile a choice puts in force first; for a scenario, its first step's, with the rest.
+    private func resolve(_ choice: ProfileChoice) throws -> (CatalogEntry, ScenarioStart?) {
         switch choice {
-        case .named(let name): return try catalog.entry(named: name)
-        case .defined(let entry): return entry
+        case .named(let name): return (try catalog.entry(named: name), nil)
+        case .defined(let entry): return (entry, nil)
+        case .scenario(let name):
+            let start = try scenarioStart(named: name)
+            return (start.profile, start)
         }
     }
 
-    private func checkRunning() throws(DaemonStoppingError) {
+    func checkRunning() throws(DaemonStoppingError) {
         if stopping { throw DaemonStoppingError() }
     }
 
@@ -630,7 +651,7 @@ public actor Conditioner {
         guard wanted != policy else { return false }
         let before = policy.effective
         do {
-            try converge(condition, to: wanted, replacingForeign: false)
+            try converge(condition, to: wanted, replacingForeign: false, keepingScenario: true)
         } catch {
             logger.error("reload: cannot apply the new values of \(before?.profile.name ?? "the active profile") on \(condition.id): \(error)")
             return false
@@ -701,10 +722,11 @@ public actor Conditioner {
     /// it was.
     ///
     /// Returns the runtime of a lease this change ended (timer cancelled), so that the caller
-    /// can tell its client why.
+    /// can tell its client why. Any change but a scenario's own step (or a reload's new
+    /// values) ends the scenario playing on the condition.
     @discardableResult
     func converge(
-        _ condition: Condition, to wanted: ConditionPolicy, replacingForeign: Bool,
+        _ condition: Condition, to wanted: ConditionPolicy, replacingForeign: Bool, keepingScenario: Bool = false,
         onEnd: (@Sendable (LeaseEvent) -> Void)? = nil
     ) throws -> Condition.LeaseRuntime? {
         let old = condition.policy
@@ -716,6 +738,9 @@ public actor Conditioner {
             condition.policy = old
             persist(condition)
             throw error
+        }
+        if !keepingScenario {
+            endScenario(condition)
         }
         // Only now is an old lease really gone; after a failure it stays, timer and all.
         var ended: Condition.LeaseRuntime?

@@ -11,6 +11,20 @@ extension DirectionDocument {
             jitter: conditions.jitter.description,
             loss: conditions.loss.description
         )
+        let impairments = conditions.impairments
+        func given(_ rate: LossRate) -> String? { rate.isZero ? nil : rate.description }
+        jitterDistribution = impairments.jitterDistribution == .uniform ? nil : impairments.jitterDistribution.rawValue
+        jitterCorrelation = given(impairments.jitterCorrelation)
+        keepOrder = impairments.keepsOrder ? true : nil
+        lossCorrelation = given(impairments.lossCorrelation)
+        burstLoss = impairments.burstLoss.map { BurstLossDocument(average: $0.average.description, length: $0.meanBurstPackets) }
+        duplicate = given(impairments.duplicate)
+        duplicateCorrelation = given(impairments.duplicateCorrelation)
+        corrupt = given(impairments.corrupt)
+        corruptCorrelation = given(impairments.corruptCorrelation)
+        reorder = given(impairments.reorder)
+        reorderCorrelation = given(impairments.reorderCorrelation)
+        queue = impairments.queue?.description
     }
 }
 
@@ -38,29 +52,5 @@ extension ProfileSummary {
 extension ProfileProblem {
     init(_ error: ProfileError) {
         self.init(code: error.code.rawValue, file: error.file, line: error.line, field: error.field, message: error.message)
-    }
-}
-
-extension LinkConditions {
-    /// Reads a direction back from its document (the state file stores profiles this way).
-    init(_ document: DirectionDocument) throws(UnitParseError) {
-        self.init(
-            bandwidth: try document.bandwidth.map { text throws(UnitParseError) in try Bandwidth(parsing: text) },
-            delay: try Delay(parsing: document.delay),
-            jitter: try Delay(parsing: document.jitter),
-            loss: try LossRate(parsing: document.loss)
-        )
-    }
-}
-
-extension Profile {
-    init(_ document: ProfileDocument) throws(UnitParseError) {
-        self.init(
-            name: document.name,
-            description: document.description,
-            downlink: try LinkConditions(document.downlink),
-            uplink: try LinkConditions(document.uplink),
-            dnsDelay: try Delay(parsing: document.dnsDelay)
-        )
     }
 }

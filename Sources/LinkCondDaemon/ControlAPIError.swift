@@ -174,3 +174,19 @@ extension HostNameError: ControlAPIError {
 
     var errorCode: String { code.rawValue }
 }
+
+extension UnknownScenarioError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .notFound }
+    var errorCode: String { "unknown-scenario" }
+    var errorSuggestions: [String]? { suggestions }
+}
+
+extension NoScenarioError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .conflict }
+    var errorCode: String { finished ? "scenario-over" : "no-scenario" }
+}
+
+extension ScenarioStepError: ControlAPIError {
+    var httpStatus: HTTPResponseStatus { .conflict }
+    var errorCode: String { "scenario-step" }
+}

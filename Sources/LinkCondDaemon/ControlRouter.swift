@@ -77,6 +77,10 @@ struct ControlRouter: Sendable {
             return .reply(.json(await conditioner.profiles()))
         case .profile(let name):
             return .reply(.json(try await conditioner.profile(named: name)))
+        case .scenarios:
+            return .reply(.json(await conditioner.scenarios()))
+        case .next(let id):
+            return .reply(.json(try await conditioner.next(on: id, by: requester)))
         case .metrics:
             let readings = Dictionary(await conditioner.counterReadings().map { ($0.id, $0) }) { first, _ in first }
             let conditions = await conditioner.conditionList().conditions.map { status in

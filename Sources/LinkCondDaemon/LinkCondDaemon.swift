@@ -60,6 +60,11 @@ public struct LinkCondDaemon: Service {
             )
         }
         logger.info("\(catalog.entries.count) profiles from \(configuration.profileDirectories.joined(separator: ", "))")
+        let scenarioDirectories = ProfileDirectories.scenarioDirectories(beside: configuration.profileDirectories)
+        let scenarios = ScenarioCatalog.load(from: scenarioDirectories, profiles: catalog)
+        for problem in scenarios.problems {
+            logger.warning("skipping scenario: \(problem)")
+        }
 
         let authorizer = Authorizer.system(groupName: configuration.groupName)
         if authorizer.groupID == nil {
@@ -77,6 +82,7 @@ public struct LinkCondDaemon: Service {
         self.conditioner = Conditioner(
             engine: engine, target: target, planner: Planner(exemptions: configuration.exemptions),
             catalog: catalog, profileDirectories: configuration.profileDirectories,
+            scenarios: scenarios, scenarioDirectories: scenarioDirectories,
             eventLoop: group.next(), stateDirectory: configuration.stateDirectory,
             historyFile: configuration.historyFile,
             namespaces: namespaces.map { namespaces in faults.map { FaultInjectingNamespaces(wrapping: namespaces, faults: $0) } ?? namespaces },

@@ -1,29 +1,34 @@
 import ControlAPI
 import Profiles
 
-/// Which profile a request wants: one of the daemon's, by name, or one it brings along.
+/// Which profile a request wants: one of the daemon's, by name, or one it brings along; or a
+/// scenario, whose steps choose the profiles one after another.
 public enum ProfileChoice: Sendable, Equatable {
     case named(String)
     /// Parsed and validated exactly like a profile file; `stem` is empty, which marks it as
     /// not from any directory (reload leaves it alone).
     case defined(CatalogEntry)
+    /// One of the daemon's scenarios, by name or file stem.
+    case scenario(String)
 
-    /// The choice a request's `profile` or `definition` makes; exactly one must be given.
-    package static func from(profile: String?, definition: ProfileDefinition?) throws(ControlError) -> ProfileChoice {
-        switch (profile, definition) {
-        case (let name?, nil):
+    /// The choice a request's `profile`, `definition` or `scenario` makes; exactly one must be given.
+    package static func from(profile: String?, definition: ProfileDefinition?, scenario: String? = nil) throws(ControlError) -> ProfileChoice {
+        switch (profile, definition, scenario) {
+        case (let name?, nil, nil):
             return .named(name)
-        case (nil, let definition?):
+        case (nil, let definition?, nil):
             do {
                 let parsed = try ProfileParser.parse(yaml: definition.yaml, file: definition.source)
                 return .defined(CatalogEntry(profile: parsed, file: definition.source, stem: ""))
             } catch {
                 throw ControlError.badProfile(error)
             }
-        case (nil, nil):
-            throw .badRequest("the JSON body lacks the field 'profile' (a name) or 'definition' (a profile of its own)")
-        case (_?, _?):
-            throw .badRequest("give either 'profile' or 'definition', not both")
+        case (nil, nil, let name?):
+            return .scenario(name)
+        case (nil, nil, nil):
+            throw .badRequest("the JSON body lacks the field 'profile' (a name), 'definition' (a profile of its own) or 'scenario' (a scenario's name)")
+        default:
+            throw .badRequest("give one of 'profile', 'definition' and 'scenario', not several")
         }
     }
 }

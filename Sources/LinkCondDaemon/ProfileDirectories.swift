@@ -52,4 +52,16 @@ public enum ProfileDirectories {
         }
         return nil
     }
+
+    /// Where scenarios come from: the `scenarios` directory beside each profile directory
+    /// (`/etc/linkcond/scenarios`, `PREFIX/share/linkcond/scenarios`, a checkout's `scenarios/`),
+    /// in the same order, so that a user's scenario overrides a built-in one of the same name.
+    public static func scenarioDirectories(beside profileDirectories: [String]) -> [String] {
+        var directories: [String] = []
+        for profiles in profileDirectories {
+            let scenarios = URL(fileURLWithPath: profiles).deletingLastPathComponent().appendingPathComponent("scenarios").path
+            if !directories.contains(scenarios) { directories.append(scenarios) }
+        }
+        return directories
+    }
 }

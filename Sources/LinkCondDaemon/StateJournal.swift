@@ -21,6 +21,27 @@ package struct PersistedState: Codable, Equatable {
         var delayMicroseconds: UInt64
         var jitterMicroseconds: UInt64
         var lossScaledPercent: UInt64
+        /// Absent when there are none (and in files written before there were any).
+        var impairments: StoredImpairments?
+    }
+
+    /// `Impairments` in base units: percentages × 10¹⁰, bytes, packets, milliseconds.
+    package struct StoredImpairments: Codable, Equatable {
+        var jitterDistribution: String
+        var jitterCorrelation: UInt64
+        var keepsOrder: Bool
+        var lossCorrelation: UInt64
+        var burstLossAverage: UInt64?
+        var burstLossLength: Double?
+        var duplicate: UInt64
+        var duplicateCorrelation: UInt64
+        var corrupt: UInt64
+        var corruptCorrelation: UInt64
+        var reorder: UInt64
+        var reorderCorrelation: UInt64
+        var queuePackets: UInt32?
+        var queueBytes: UInt64?
+        var queueMilliseconds: UInt32?
     }
 
     package struct StoredProfile: Codable, Equatable {
@@ -74,7 +95,8 @@ extension PersistedState.StoredDirection {
             bandwidthBitsPerSecond: conditions.bandwidth?.bitsPerSecond,
             delayMicroseconds: conditions.delay.microseconds,
             jitterMicroseconds: conditions.jitter.microseconds,
-            lossScaledPercent: conditions.loss.scaledPercent
+            lossScaledPercent: conditions.loss.scaledPercent,
+            impairments: conditions.impairments.isNone ? nil : PersistedState.StoredImpairments(conditions.impairments)
         )
     }
 
@@ -91,7 +113,56 @@ extension PersistedState.StoredDirection {
             bandwidth: bandwidthBitsPerSecond.map(Bandwidth.init(bitsPerSecond:)),
             delay: Delay(microseconds: delayMicroseconds),
             jitter: Delay(microseconds: jitterMicroseconds),
-            loss: LossRate(scaledPercent: lossScaledPercent)
+            loss: LossRate(scaledPercent: lossScaledPercent),
+            impairments: try impairments?.impairments(field: field) ?? Impairments()
+        )
+    }
+}
+
+extension PersistedState.StoredImpairments {
+    init(_ impairments: Impairments) {
+        self.init(
+            jitterDistribution: impairments.jitterDistribution.rawValue,
+            jitterCorrelation: impairments.jitterCorrelation.scaledPercent,
+            keepsOrder: impairments.keepsOrder,
+            lossCorrelation: impairments.lossCorrelation.scaledPercent,
+            burstLossAverage: impairments.burstLoss?.average.scaledPercent,
+            burstLossLength: impairments.burstLoss?.meanBurstPackets,
+            duplicate: impairments.duplicate.scaledPercent,
+            duplicateCorrelation: impairments.duplicateCorrelation.scaledPercent,
+            corrupt: impairments.corrupt.scaledPercent,
+            corruptCorrelation: impairments.corruptCorrelation.scaledPercent,
+            reorder: impairments.reorder.scaledPercent,
+            reorderCorrelation: impairments.reorderCorrelation.scaledPercent,
+            queuePackets: impairments.queue.flatMap { if case .packets(let count) = $0 { count } else { nil } },
+            queueBytes: impairments.queue.flatMap { if case .bytes(let count) = $0 { count } else { nil } },
+            queueMilliseconds: impairments.queue.flatMap { if case .milliseconds(let count) = $0 { count } else { nil } }
+        )
+    }
+
+    func impairments(field: String) throws(StoredProfileError) -> Impairments {
+        func rate(_ value: UInt64, _ name: String) throws(StoredProfileError) -> LossRate {
+            guard value <= LossRate.total.scaledPercent else { throw StoredProfileError(field: "\(field).\(name)") }
+            return LossRate(scaledPercent: value)
+        }
+        guard let distribution = JitterDistribution(rawValue: jitterDistribution) else {
+            throw StoredProfileError(field: "\(field).jitterDistribution")
+        }
+        var burstLoss: BurstLoss?
+        if let average = burstLossAverage {
+            guard let length = burstLossLength, (1...1000).contains(length) else { throw StoredProfileError(field: "\(field).burstLoss") }
+            burstLoss = BurstLoss(average: try rate(average, "burstLoss"), meanBurstPackets: length)
+        }
+        let queues: [QueueLimit] = [queuePackets.map(QueueLimit.packets), queueBytes.map(QueueLimit.bytes), queueMilliseconds.map(QueueLimit.milliseconds)]
+            .compactMap { $0 }
+        guard queues.count <= 1 else { throw StoredProfileError(field: "\(field).queue") }
+        return Impairments(
+            jitterDistribution: distribution, jitterCorrelation: try rate(jitterCorrelation, "jitterCorrelation"), keepsOrder: keepsOrder,
+            lossCorrelation: try rate(lossCorrelation, "lossCorrelation"), burstLoss: burstLoss,
+            duplicate: try rate(duplicate, "duplicate"), duplicateCorrelation: try rate(duplicateCorrelation, "duplicateCorrelation"),
+            corrupt: try rate(corrupt, "corrupt"), corruptCorrelation: try rate(corruptCorrelation, "corruptCorrelation"),
+            reorder: try rate(reorder, "reorder"), reorderCorrelation: try rate(reorderCorrelation, "reorderCorrelation"),
+            queue: queues.first
         )
     }
 }

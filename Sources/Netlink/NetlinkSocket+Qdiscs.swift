@@ -27,7 +27,7 @@ extension NetlinkSocket {
     ) throws(NetlinkError) {
         let qdisc = try makeQdisc(interfaceIndex: interfaceIndex, parent: parent, handle: handle, options: options)
         try perform("add qdisc \(options.kind) \(handle) parent \(parent) on ifindex \(interfaceIndex)") {
-            rtnl_qdisc_add($0, qdisc.pointer, NLM_F_CREATE | NLM_F_EXCL)
+            send(qdisc, options: options, flags: NLM_F_CREATE | NLM_F_EXCL, on: $0)
         }
     }
 
@@ -40,7 +40,7 @@ extension NetlinkSocket {
     ) throws(NetlinkError) {
         let qdisc = try makeQdisc(interfaceIndex: interfaceIndex, parent: parent, handle: handle, options: options)
         try perform("change qdisc \(options.kind) \(handle) on ifindex \(interfaceIndex)") {
-            rtnl_qdisc_add($0, qdisc.pointer, 0)
+            send(qdisc, options: options, flags: 0, on: $0)
         }
     }
 
@@ -96,6 +96,29 @@ extension NetlinkSocket {
         )
     }
 
+    /// `rtnl_qdisc_add`, but for netem with every attribute libnl leaves out appended.
+    private func send(_ qdisc: NetlinkObject, options: QdiscOptions, flags: Int32, on socket: OpaquePointer) -> Int32 {
+        guard case .netem(let netem) = options else { return rtnl_qdisc_add(socket, qdisc.pointer, flags) }
+        var extras = linkcond_netem_extras()
+        extras.delay_correlation = netem.delayCorrelation
+        extras.loss_correlation = netem.lossCorrelation
+        extras.duplicate_correlation = netem.duplicateCorrelation
+        extras.reorder_probability = netem.reorderProbability
+        extras.reorder_correlation = netem.reorderCorrelation
+        extras.corrupt_probability = netem.corruptProbability
+        extras.corrupt_correlation = netem.corruptCorrelation
+        extras.rate_bytes_per_second = netem.rateBytesPerSecond
+        if let model = netem.gilbertElliott {
+            extras.gilbert_elliott = 1
+            (extras.ge_p, extras.ge_r, extras.ge_h, extras.ge_k1) = (model.p, model.r, model.h, model.k1)
+        }
+        return netem.distribution.withUnsafeBufferPointer { table in
+            extras.distribution = table.baseAddress
+            extras.distribution_size = table.count
+            return linkcond_netem_send(socket, qdisc.pointer, flags, &extras)
+        }
+    }
+
     private func makeQdisc(
         interfaceIndex: Int32, parent: TrafficControlHandle, handle: TrafficControlHandle, options: QdiscOptions
     ) throws(NetlinkError) -> NetlinkObject {
@@ -115,6 +138,9 @@ extension NetlinkSocket {
             // A raw u32 probability passed through libnl's `int` parameter.
             rtnl_netem_set_loss(qdisc.pointer, Int32(bitPattern: netem.lossProbability))
             rtnl_netem_set_limit(qdisc.pointer, Int32(clamping: netem.limitPackets))
+            rtnl_netem_set_duplicate(qdisc.pointer, Int32(bitPattern: netem.duplicateProbability))
+            // Reordering, correlations, corruption, the table, the loss model and the rate are
+            // `send`'s: libnl writes them only when non-zero.
         case .pfifo(let limit):
             _ = rtnl_qdisc_fifo_set_limit(qdisc.pointer, Int32(clamping: limit))
         case .ingress:

@@ -11,16 +11,21 @@ struct YAMLComposer: ~Copyable {
     private let parser: UnsafeMutablePointer<yaml_parser_t>
     private var anchors: [String: YAMLNode] = [:]
 
-    /// The document in `text`, or `nil` when it holds none (empty, or only comments).
-    static func compose(_ text: String) throws(YAMLSyntaxError) -> YAMLNode? {
+    /// What the file is, for messages: `profile` or `scenario`.
+    private let kind: String
+
+    /// The document in `text`, or `nil` when it holds none (empty, or only comments). `kind`
+    /// names what the file holds, for messages.
+    static func compose(_ text: String, kind: String = "profile") throws(YAMLSyntaxError) -> YAMLNode? {
         let bytes = Array(text.utf8)
         return try bytes.withUnsafeBufferPointer { buffer throws(YAMLSyntaxError) in
-            var composer = YAMLComposer(input: buffer)
+            var composer = YAMLComposer(input: buffer, kind: kind)
             return try composer.document()
         }
     }
 
-    private init(input: UnsafeBufferPointer<UInt8>) {
+    private init(input: UnsafeBufferPointer<UInt8>, kind: String) {
+        self.kind = kind
         parser = .allocate(capacity: 1)
         yaml_parser_initialize(parser)
         yaml_parser_set_input_string(parser, input.baseAddress, input.count)
@@ -46,7 +51,7 @@ struct YAMLComposer: ~Copyable {
         guard case .documentEnd = try next().kind else { throw unexpected("the end of the document") }
         let after = try next()
         guard case .streamEnd = after.kind else {
-            throw YAMLSyntaxError(line: after.line, problem: "a profile file holds one document; found a second one")
+            throw YAMLSyntaxError(line: after.line, problem: "a \(kind) file holds one document; found a second one")
         }
         return root
     }

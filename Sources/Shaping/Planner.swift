@@ -154,11 +154,15 @@ public struct Planner: Sendable {
     }
 
     func netem(_ conditions: LinkConditions, extraDelay: Delay) -> NetemSettings {
-        NetemSettings(
+        var impairments = conditions.impairments
+        // The queue is netem's limit; the rest is netem's own.
+        impairments.queue = nil
+        return NetemSettings(
             delay: conditions.delay + extraDelay,
             jitter: conditions.jitter,
             loss: conditions.loss,
-            limitPackets: Self.queueLimit(conditions, extraDelay: extraDelay)
+            limitPackets: Self.queueLimit(conditions, extraDelay: extraDelay),
+            impairments: impairments
         )
     }
 
@@ -166,8 +170,20 @@ public struct Planner: Sendable {
     /// holds any number of packets in flight, and ACKs, DNS or VoIP at a high packet rate must
     /// not overflow it), plus `queueBudget` of full-size frames queued behind a shaped link.
     /// Unlimited directions assume a 1 Gbit/s link and keep netem's default floor.
+    ///
+    /// A profile's own `queue` is kept exactly instead, in full-size frames: the delay line
+    /// is then counted in full-size frames too, or its spare slots would queue as well.
     static func queueLimit(_ conditions: LinkConditions, extraDelay: Delay) -> UInt32 {
         let rate = Double((conditions.bandwidth ?? assumedLinkRate).bytesPerSecond)
+        if let queue = conditions.impairments.queue, conditions.bandwidth != nil {
+            let delayLine = rate * (conditions.delay + conditions.jitter + extraDelay).seconds / Double(framePacketBytes)
+            let queued: Double = switch queue {
+            case .packets(let count): Double(count)
+            case .bytes(let count): Double(count) / Double(framePacketBytes)
+            case .milliseconds(let count): rate * Double(count) / 1000 / Double(framePacketBytes)
+            }
+            return UInt32(min(max((delayLine + queued).rounded(.up), 1), 1_000_000))
+        }
         let delayLine = rate * (conditions.delay + conditions.jitter + extraDelay).seconds / Double(smallestFrameBytes)
         let queue = conditions.bandwidth == nil ? 0 : rate * queueBudget.seconds / Double(framePacketBytes)
         let floor: Double = conditions.bandwidth == nil ? 1000 : 32

@@ -19,13 +19,47 @@ extension QdiscSettings {
 }
 
 extension NetemSettings {
+    /// netem's own rate for jitter that keeps the order: far above any link linkcond shapes
+    /// (34 Gbit/s), so that it only spaces packets by their serialisation, a fraction of a
+    /// microsecond, and never limits.
+    static let orderKeepingRate = UInt32.max
+
     public var encoded: NetemOptions {
-        NetemOptions(
+        var options = NetemOptions(
             delayMicroseconds: UInt32(clamping: delay.microseconds),
             jitterMicroseconds: UInt32(clamping: jitter.microseconds),
             lossProbability: loss.kernelProbability,
             limitPackets: limitPackets
         )
+        let impairments = self.impairments
+        options.delayCorrelation = jitter.isZero ? 0 : impairments.jitterCorrelation.kernelProbability
+        options.lossCorrelation = loss.isZero ? 0 : impairments.lossCorrelation.kernelProbability
+        options.duplicateProbability = impairments.duplicate.kernelProbability
+        options.duplicateCorrelation = impairments.duplicate.isZero ? 0 : impairments.duplicateCorrelation.kernelProbability
+        options.corruptProbability = impairments.corrupt.kernelProbability
+        options.corruptCorrelation = impairments.corrupt.isZero ? 0 : impairments.corruptCorrelation.kernelProbability
+        options.reorderProbability = impairments.reorder.kernelProbability
+        options.reorderCorrelation = impairments.reorder.isZero ? 0 : impairments.reorderCorrelation.kernelProbability
+        // Always a table while there is jitter, uniform too: a change in place that sent none
+        // would leave the previous profile's table in force.
+        options.distribution = jitter.isZero ? [] : NetemDistributionTable.table(for: impairments.jitterDistribution)
+        options.rateBytesPerSecond = impairments.keepsOrder ? Self.orderKeepingRate : 0
+        if let burst = impairments.burstLoss {
+            options.lossProbability = 0
+            options.lossCorrelation = 0
+            // Every packet in a burst lost (h, the chance of getting through, 0), none between
+            // (k1, the chance of loss there, 0).
+            options.gilbertElliott = NetemOptions.GilbertElliott(
+                p: Self.probability(burst.enterProbability), r: Self.probability(burst.leaveProbability),
+                h: 0, k1: 0
+            )
+        }
+        return options
+    }
+
+    /// A probability from 0 to 1 as netem's u32.
+    static func probability(_ value: Double) -> UInt32 {
+        UInt32((min(max(value, 0), 1) * Double(UInt32.max)).rounded())
     }
 }
 

@@ -72,6 +72,17 @@ public struct NetemSettings: Hashable, Sendable {
     /// Queue length in packets: enough for `rate x delay` plus a bounded queue, never the
     /// minutes of bufferbloat netem's default of 1000 full-size packets means at 32 kbit/s.
     public var limitPackets: UInt32
+    /// Correlations, bursts, duplication, corruption, reordering, the jitter's shape; the
+    /// queue's size is in `limitPackets`.
+    public var impairments: Impairments = Impairments()
+
+    public init(delay: Delay, jitter: Delay, loss: LossRate, limitPackets: UInt32, impairments: Impairments = Impairments()) {
+        self.delay = delay
+        self.jitter = jitter
+        self.loss = loss
+        self.limitPackets = limitPackets
+        self.impairments = impairments
+    }
 }
 
 /// An htb class.

@@ -18,6 +18,7 @@ enum Format {
         if let addresses { lines.append(addresses) }
         lines.append(profile.summary)
         if let line = traffic.flatMap(trafficLine) { lines.append(line) }
+        if let scenario = status.scenario { lines.append(scenarioLine(scenario)) }
         if let sandbox { lines.append(sandbox) }
         if let lease = status.lease {
             var text = "lease held by \(lease.holder)"
@@ -53,6 +54,34 @@ enum Format {
         return directions.isEmpty ? nil : "traffic: " + directions.joined(separator: "; ")
     }
 
+
+    /// `scenario: Subway, step 2 of 2 (Tunnel), 3.2s in; ends after 7s (3.8s left); next: Good mobile`
+    static func scenarioLine(_ scenario: ScenarioStatusDocument) -> String {
+        var line = "scenario: \(scenario.name), step \(scenario.step) of \(scenario.steps) (\(scenario.stepName))"
+        if scenario.round > 1 { line += ", round \(scenario.round)" }
+        line += ", \(seconds(scenario.secondsInStep)) in; ends \(scenario.endsBy)"
+        if let left = scenario.secondsLeft { line += " (\(seconds(left)) left)" }
+        if let trigger = scenario.trigger {
+            let done = trigger.unit == "bytes" ? "\(trigger.progress) of \(trigger.threshold) bytes" : "\(trigger.progress) of \(trigger.threshold) packets"
+            line += " (\(done) so far)"
+        }
+        if let next = scenario.next { line += "; next: \(next)" }
+        return line + "; seed \(scenario.seed)"
+    }
+
+    private static func seconds(_ value: Double) -> String {
+        value >= 100 ? "\(Int(value.rounded()))s" : "\((value * 10).rounded() / 10)s"
+    }
+
+    /// A scenario and its steps, as `linkcond scenarios` lists them.
+    static func scenario(_ summary: ScenarioSummary) -> String {
+        var lines = ["\(summary.name) (\(summary.repeats))"]
+        if !summary.description.isEmpty { lines.append("  " + summary.description) }
+        for (index, step) in summary.steps.enumerated() {
+            lines.append("  \(index + 1). \(step)")
+        }
+        return lines.joined(separator: "\n")
+    }
 
     /// `2026-11-22T09:14:03Z  eth0  Slow Net -> Black Hole  (lease, for 30s)  by uid 1000 (alice), pid 42 'pytest'`
     static func historyLine(_ entry: HistoryEntryDocument) -> String {

@@ -30,6 +30,7 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var target: TargetOptions
     @Option(help: "A profile's name, or a profile file.") var profile: String?
+    @Option(help: "Or a scenario's name: its steps play while the command runs (see linkcond scenarios).") var scenario: String?
     @OptionGroup(title: "Condition without a profile") var condition: ConditionOptions
     @Option(name: .customLong("for"), help: ArgumentHelp("Restore the previous condition after this long even if the command still runs.", valueName: "duration"))
     var duration: String?
@@ -43,7 +44,13 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         try validateDuration(duration)
-        _ = try ProfileSelection.resolve(argument: profile, options: condition, commandName: "linkcond run")
+        if scenario != nil {
+            guard profile == nil, condition.isEmpty else {
+                throw ValidationError("give --scenario or a profile (--profile, --rate, --delay, ...), not both")
+            }
+        } else {
+            _ = try ProfileSelection.resolve(argument: profile, options: condition, commandName: "linkcond run")
+        }
         if isolated, target.condition != nil {
             throw ValidationError("--isolated makes a network of its own for the command; it takes no --interface, --netns, --pid, --to or --device")
         }
@@ -59,9 +66,9 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let client = connection.client
-        let selection = try ProfileSelection.resolve(argument: profile, options: condition, commandName: "linkcond run")
+        let selection = scenario == nil ? try ProfileSelection.resolve(argument: profile, options: condition, commandName: "linkcond run") : nil
         var request = LeaseRequest(
-            profile: selection.profile, definition: selection.definition, for: duration,
+            profile: selection?.profile, definition: selection?.definition, scenario: scenario, for: duration,
             force: force ? true : nil, replaceForeign: replaceForeign ? true : nil, condition: target.condition
         )
         let arguments = self.arguments
@@ -92,7 +99,8 @@ struct Run: AsyncParsableCommand {
                     }
                     exitStatus = try await sandbox.run(arguments[0])
                 } else {
-                    warn("\(status.profile?.name ?? "the condition") on \(status.id) while \(arguments[0]) runs")
+                    let playing = status.scenario.map { "scenario '\($0.name)', step 1: " } ?? ""
+                    warn("\(playing)\(status.profile?.name ?? "the condition") on \(status.id) while \(arguments[0]) runs")
                     exitStatus = try await ChildProcess.run(arguments)
                 }
                 let elapsed = ContinuousClock.now - started
@@ -102,7 +110,7 @@ struct Run: AsyncParsableCommand {
                 )
             }
         } catch let error as ControlClientError {
-            warn("\(selection.explain(error).message); \(arguments[0]) did not run")
+            warn("\((selection?.explain(error) ?? error).message); \(arguments[0]) did not run")
             throw ExitCode(Status.linkcondFailed)
         } catch let error as ChildProcess.LaunchError {
             warn(error.description)

@@ -14,8 +14,10 @@ BIN=${LINKCOND_BIN:-$REPO/.build/debug}
 rm -rf "$WORK"
 mkdir -p "$WORK"
 : >"$RESULTS"
+HTTP_PID=""
 cleanup() {
     set +e
+    [[ -z $HTTP_PID ]] || kill "$HTTP_PID" 2>/dev/null
     daemon_stop TERM
     server_stop
     topo_down
@@ -73,6 +75,35 @@ row "Black Hole" "SSH (TCP port 22)" "reachable" "$ssh_state"
 echo
 echo "$ linkcond off"
 lc off | sed 's/^/  /'
+
+echo
+echo "A network that changes: Slow Net until the first 20 KB have arrived, then Black Hole."
+mkdir -p "$WORK/www"
+head -c 1000000 /dev/urandom >"$WORK/www/big"
+ip netns exec "$NS_S" python3 -m http.server --bind "$S4" --directory "$WORK/www" 8000 >"$WORK/http.log" 2>&1 &
+HTTP_PID=$!
+for _ in $(seq 50); do tcp_echo_ok "$S4" 8000 && break; sleep 0.2; done
+echo "$ linkcond run --scenario 'Slow Net, then Black Hole' -- curl -o big http://$S4:8000/big --max-time 16"
+rm -f "$WORK/big"
+cli timeout 60 "$BIN/linkcond" --socket "$SOCK" run --scenario "Slow Net, then Black Hole" -- \
+    curl -s -o "$WORK/big" "http://$S4:8000/big" --max-time 16 2>"$WORK/scenario-run.err" &
+scenario_run=$!
+# What the download has reached each second, and the scenario's step.
+got_at_5=0
+for second in $(seq 1 16); do
+    sleep 1
+    got=$(stat -c %s "$WORK/big" 2>/dev/null || echo 0)
+    step=$(lc status --json 2>/dev/null | jq -r '.scenario | if . then "step \(.step) of \(.steps): \(.stepName)" else "-" end' 2>/dev/null || echo "?")
+    printf '  %2d s  %7d bytes downloaded   %s\n' "$second" "$got" "$step"
+    ((second == 5)) && got_at_5=$got
+done
+wait "$scenario_run" || true
+sed 's/^/  /' "$WORK/scenario-run.err"
+final=$(stat -c %s "$WORK/big" 2>/dev/null || echo 0)
+row "scenario" "Slow Net, first 5 s: downloaded" "slow (32 kbit/s)" "$got_at_5 bytes"
+row "scenario" "then Black Hole after 20 KB" "hangs" "$(awk -v f="$final" 'BEGIN { printf "stopped at %d of 1000000 bytes", f }')"
+kill "$HTTP_PID" 2>/dev/null || true
+HTTP_PID=""
 
 echo
 echo "Two jobs side by side, each in a sandbox of its own, while the host measures its own traffic:"

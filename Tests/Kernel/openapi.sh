@@ -5,7 +5,8 @@
 # schemathesis sends every operation the examples, boundary cases and generated requests the
 # description implies (and requests it forbids) to a running daemon on a real kernel, and checks
 # each answer's status, content type, headers and body against it; the lease stream's lines are
-# checked against their schema; the daemon survives it all and leaves its interface as it was.
+# checked against their schema, and so are a scenario's answers, played, moved on to its end and
+# refused; the daemon survives it all and leaves its interface as it was.
 # Checks go to this lane's results file, which the suite merges.
 set -euo pipefail
 
@@ -32,6 +33,12 @@ trap cleanup EXIT
 PROFILES="$WORK/profiles"
 mkdir -p "$PROFILES"
 cp "${LINKCOND_PROFILES:?set LINKCOND_PROFILES}"/*.yaml "$PROFILES/"
+# The daemon reads scenarios from the directory beside its profiles: the shipped ones, so that
+# GET /v1/scenarios lists them and one can be played.
+SCENARIOS="$WORK/scenarios"
+mkdir -p "$SCENARIOS"
+cp "$REPO"/scenarios/*.yaml "$SCENARIOS/"
+SHIPPED_SCENARIOS=$(ls "$SCENARIOS"/*.yaml | wc -l)
 modprobe ifb numifbs=0
 modprobe -a veth sch_netem sch_htb sch_ingress cls_u32 cls_flower act_mirred
 topo_up
@@ -86,6 +93,19 @@ check_equal "POST /v1/leases: a 1 s lease's stream" "200 application/x-ndjson ac
     "$(json "$WORK/lease.json" '"\(.status) \(.content_type) \(.events | join(" "))"')"
 check_equal "POST /v1/leases: each line, and a refusal, valid against the description" "0 invalid; refusal 400 bad-request" \
     "$(json "$WORK/lease.json" '"\(.invalid | length) invalid\(if (.invalid | length) > 0 then " (" + (.invalid | join("; ")) + ")" else "" end); refusal \(.refused)"')"
+
+# A scenario played by its file's name, moved on past its last step, then refusals (nothing plays,
+# an unknown name, a scenario and a profile at once), then one played as a lease on the condition
+# by id, moved on and released: 200:STEP/STEPS with what the status has, or STATUS:CODE.
+"$VENV/bin/python3" "$KDIR/openapi_check.py" scenario "$SPEC" "$SOCK" "$IF_C" >"$WORK/scenario.json" || true
+note "scenarios: $(cat "$WORK/scenario.json")"
+check_equal "GET /v1/scenarios: the shipped scenarios, none skipped" "$SHIPPED_SCENARIOS listed, 0 problems" "$(json "$WORK/scenario.json" .listed)"
+check_equal "scenarios: played, moved on to the end, refused, played as a lease" \
+    "200:1/2,trigger 200:2/2 200:2/2,finished 409:scenario-over 200:- 409:no-scenario 404:unknown-scenario 400:bad-request 200:1/2,lease 200:2/2,lease 200:-" \
+    "$(json "$WORK/scenario.json" '.flow | join(" ")')"
+check_equal "scenarios: the history of the one played to its end" "play scenario scenario-end" "$(json "$WORK/scenario.json" '.history | join(" ")')"
+check_equal "scenarios: each answer valid against the description" "0 invalid" \
+    "$(json "$WORK/scenario.json" '"\(.invalid | length) invalid\(if (.invalid | length) > 0 then " (" + (.invalid | join("; ")) + ")" else "" end)"')"
 
 alive=$(kill -0 "$DAEMON_PID" 2>/dev/null && timeout 10 curl -sf --unix-socket "$SOCK" http://linkcond/v1/status >/dev/null && echo answering || echo gone)
 check_equal "the daemon after it all" answering "$alive"

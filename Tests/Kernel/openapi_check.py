@@ -10,6 +10,10 @@
                                       by the lane's, so that the examples phase reaches a real one
   lease SPEC SOCK PROFILE             POST /v1/leases: each line of a 1 s lease's stream, and a
                                       refused lease's error, are valid against the description
+  scenario SPEC SOCK INTERFACE        GET /v1/scenarios, a scenario played (PUT), moved on to its
+                                      end (POST .../next), refused, and played as a lease: each
+                                      answer valid against the description, and the history's
+                                      reasons for it
 
 Each subcommand but bridge prints one JSON object with what it found.
 """
@@ -20,6 +24,7 @@ import json
 import re
 import socket
 import sys
+import urllib.parse
 
 import jsonschema_rs
 import yaml
@@ -122,15 +127,18 @@ def schema_validator(spec, name):
     return jsonschema_rs.Draft4Validator(schema, validate_formats=True)
 
 
-def request(sock_path, method, path, body, read_until_close=True):
-    """One HTTP/1.1 exchange on the Unix socket: (status, content type, body lines)."""
-    payload = json.dumps(body).encode()
+def request(sock_path, method, path, body, read_until_close=True, close=False):
+    """One HTTP/1.1 exchange on the Unix socket: (status, content type, body lines); no body
+    when `body` is None. With `close`, the request asks the daemon to close the connection after
+    its answer, which otherwise stays open until the daemon's idle timeout."""
+    payload = b"" if body is None else json.dumps(body).encode()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(30)
         conn.connect(sock_path)
         conn.sendall(
-            f"{method} {path} HTTP/1.1\r\nHost: linkcond\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload
+            (f"{method} {path} HTTP/1.1\r\nHost: linkcond\r\nContent-Type: application/json\r\n"
+             + ("Connection: close\r\n" if close else "")
+             + f"Content-Length: {len(payload)}\r\n\r\n").encode() + payload
         )
         data = b""
         while chunk := conn.recv(65536):
@@ -178,6 +186,58 @@ def lease(args):
     print(json.dumps(found))
 
 
+def scenario(args):
+    spec = load(args.spec)
+    validators = {name: schema_validator(spec, name) for name in ("ScenarioList", "Condition", "History", "Error")}
+    found = {"invalid": [], "flow": []}
+
+    def call(method, path, body=None, schema="Condition"):
+        status, _, lines = request(args.sock, method, path, body, close=True)
+        try:
+            document = json.loads("\n".join(lines)) if lines else {}
+        except ValueError:
+            found["invalid"].append(f"{method} {path}: not JSON")
+            return status, {}
+        validator = validators[schema if status == 200 else "Error"]
+        found["invalid"] += [f"{method} {path}: {e.message}" for e in validator.iter_errors(document)]
+        return status, document
+
+    # 200:STEP/STEPS, then ,finished ,trigger ,lease as the status has them; 200:- without a
+    # scenario; STATUS:CODE for an error.
+    def step(method, path, body=None):
+        status, document = call(method, path, body)
+        if status != 200:
+            token = f"{status}:{document.get('error', {}).get('code')}"
+        elif not isinstance(document.get("scenario"), dict):
+            token = "200:-"
+        else:
+            played = document["scenario"]
+            token = f"200:{played.get('step')}/{played.get('steps')}"
+            token += ",finished" if played.get("finished") else ""
+            token += ",trigger" if "trigger" in played else ""
+            token += ",lease" if "lease" in document else ""
+        found["flow"].append(token)
+
+    status, listing = call("GET", "/v1/scenarios", schema="ScenarioList")
+    found["listed"] = f"{len(listing.get('scenarios', []))} listed, {len(listing.get('problems', []))} problems" if status == 200 else f"{status}"
+    condition = "/v1/conditions/" + urllib.parse.quote(args.interface, safe="")
+    # By its file's name; `force`, in case what ran before left a lease.
+    step("PUT", "/v1/condition", {"scenario": "slow-net-then-black-hole", "force": True})
+    step("POST", "/v1/condition/next")
+    step("POST", "/v1/condition/next")
+    step("POST", "/v1/condition/next")
+    status, history = call("GET", "/v1/history?limit=200", schema="History")
+    found["history"] = [entry.get("reason") for entry in history.get("entries", []) if entry.get("condition") == args.interface][-3:]
+    step("DELETE", "/v1/condition?force=1")
+    step("POST", condition + "/next")
+    step("PUT", "/v1/condition", {"scenario": "subwy"})
+    step("PUT", "/v1/condition", {"scenario": "Subway", "profile": "Slow Net"})
+    step("PUT", condition, {"scenario": "Subway", "for": "1m"})
+    step("POST", condition + "/next")
+    step("DELETE", "/v1/lease")
+    print(json.dumps(found))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -195,8 +255,12 @@ def main():
     p.add_argument("spec")
     p.add_argument("sock")
     p.add_argument("profile")
+    p = sub.add_parser("scenario")
+    p.add_argument("spec")
+    p.add_argument("sock")
+    p.add_argument("interface")
     args = parser.parse_args()
-    {"bridge": bridge, "docs": docs, "lane-spec": lane_spec, "lease": lease}[args.command](args)
+    {"bridge": bridge, "docs": docs, "lane-spec": lane_spec, "lease": lease, "scenario": scenario}[args.command](args)
 
 
 if __name__ == "__main__":

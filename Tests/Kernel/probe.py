@@ -574,6 +574,7 @@ def stream_down(a, host, out, pad_bytes=STREAM_PAD):
     big_rcvbuf(s)
     s.bind((local, 0))
     packets = []
+    corrupted = 0
     reply = {}
     done = threading.Event()
 
@@ -599,8 +600,11 @@ def stream_down(a, host, out, pad_bytes=STREAM_PAD):
             _, r, seq, sent = TSEG.unpack_from(data)
             if r == rid:
                 packets.append((seq, sent, received))
+                # The pad is zeros as sent: a bit set in it was flipped on the way.
+                if data.count(0, TSEG.size) != len(data) - TSEG.size or len(data) != TSEG.size + pad_bytes:
+                    corrupted += 1
     s.close()
-    out["down"] = {"sent": reply.get("sent", 0), "packets": packets}
+    out["down"] = {"sent": reply.get("sent", 0), "packets": packets, "corrupted": corrupted}
 
 
 def cmd_stream(a):

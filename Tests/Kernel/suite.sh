@@ -886,8 +886,10 @@ merge_lane() {
 # loopback (lane 5, sections 27, 28 and 30), and sandboxes (lane 6, section 29). They run after
 # the timed checks above and at normal priority, since they measure round trips; the crash lanes
 # may still run.
-log "21-30. conditions on several targets (Tests/Kernel/conditions.sh in lane 3, scopes.sh in lane 5, sandboxes.sh in lane 6, side by side)"
-declare -A CONDITION_LANES=([3]=conditions.sh [5]=scopes.sh [6]=sandboxes.sh)
+# Scenarios (lane 8, sections 32-36) time their steps with packets, and the impairments (lane 9,
+# sections 37-40) count packets and measure delays, so they run beside these at normal priority too.
+log "21-30, 32-40. conditions on several targets (Tests/Kernel/conditions.sh in lane 3, scopes.sh in lane 5, sandboxes.sh in lane 6), scenarios (scenarios.sh in lane 8) and impairments (impairments.sh in lane 9), side by side"
+declare -A CONDITION_LANES=([3]=conditions.sh [5]=scopes.sh [6]=sandboxes.sh [8]=scenarios.sh [9]=impairments.sh)
 for lane in "${!CONDITION_LANES[@]}"; do
     LC_LANE=$lane LINKCOND_BIN=$BIN LINKCOND_PROFILES=$SHIPPED_PROFILES \
         "$KDIR/${CONDITION_LANES[$lane]}" >"$WORK/lane$lane.log" 2>&1 &
@@ -909,8 +911,8 @@ log "31. the API against its description (Tests/Kernel/openapi.sh in lane 7), be
 LC_LANE=7 LINKCOND_BIN=$BIN LINKCOND_PROFILES=$SHIPPED_PROFILES "$KDIR/openapi.sh" >"$WORK/lane7.log" 2>&1 &
 LANE_PIDS[7]=$!
 
-log "21-30. the condition lanes' results"
-for lane in 3 5 6; do
+log "21-30, 32-40. the condition, scenario and impairment lanes' results"
+for lane in 3 5 6 8 9; do
     lane_rc=0
     wait "${LANE_PIDS[$lane]}" || lane_rc=$?
     merge_lane "$lane" "${CONDITION_LANES[$lane]}" "$lane_rc"

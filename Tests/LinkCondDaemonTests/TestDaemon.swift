@@ -43,7 +43,7 @@ enum TestDaemon {
         kernel: FakeKernel, stateDirectory: String? = nil, historyFile: String? = nil,
         catalog: ProfileCatalog = ProfileCatalog(entries: profiles, problems: [problem]), profileDirectories: [String] = [],
         eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next(), namespaces: FakeNamespaces? = nil,
-        sandboxes: (any SandboxPlumbing & Sendable)? = nil
+        sandboxes: (any SandboxPlumbing & Sendable)? = nil, scenarios: ScenarioCatalog = ScenarioCatalog()
     ) -> Conditioner {
         Conditioner(
             engine: ShapingEngine(kernel: kernel, logger: .quiet),
@@ -51,6 +51,7 @@ enum TestDaemon {
             planner: Planner(),
             catalog: catalog,
             profileDirectories: profileDirectories,
+            scenarios: scenarios,
             eventLoop: eventLoop,
             stateDirectory: stateDirectory,
             historyFile: historyFile,

@@ -15,6 +15,38 @@ struct ModelTests {
         #expect(LinkConditions(delay: .milliseconds(5)).summary == "5ms")
     }
 
+    @Test("a direction's summary adds its impairments: the jitter's shape and order next to the jitter, then the rest")
+    func impairmentSummary() {
+        let real = LinkConditions(
+            bandwidth: .mbit(10), delay: .milliseconds(40), jitter: .milliseconds(10),
+            impairments: Impairments(
+                jitterDistribution: .normal, burstLoss: BurstLoss(average: LossRate(percent: 2), meanBurstPackets: 4),
+                duplicate: LossRate(percent: 0.5), queue: .milliseconds(50)
+            )
+        )
+        #expect(real.summary == "10Mbit 40ms ±10ms normal 2% burst loss (4 packets) 0.5% duplicated queue 50ms")
+        #expect(!real.isUnshaped)
+
+        let ordered = LinkConditions(
+            delay: .milliseconds(40), jitter: .milliseconds(10), loss: LossRate(percent: 1),
+            impairments: Impairments(keepsOrder: true, lossCorrelation: LossRate(percent: 25), corrupt: LossRate(percent: 0.1))
+        )
+        #expect(ordered.summary == "40ms ±10ms in order 1% loss 0.1% corrupted")
+
+        let reordering = LinkConditions(
+            bandwidth: .mbit(1), delay: .milliseconds(20),
+            impairments: Impairments(
+                burstLoss: BurstLoss(average: LossRate(percent: 1), meanBurstPackets: 2.5), reorder: LossRate(percent: 5), queue: .bytes(64_000)
+            )
+        )
+        #expect(reordering.summary == "1Mbit 20ms 1% burst loss (2.5 packets) 5% reordered queue 64000 B")
+        #expect(LinkConditions(bandwidth: .mbit(1), impairments: Impairments(queue: .packets(100))).summary == "1Mbit queue 100 packets")
+        // Correlations alone say nothing the summary shows: they shape what the values do.
+        #expect(LinkConditions(impairments: Impairments(jitterCorrelation: LossRate(percent: 25))).summary == "unshaped")
+        #expect(!LinkConditions(impairments: Impairments(jitterCorrelation: LossRate(percent: 25))).isUnshaped)
+        #expect(Impairments().isNone)
+    }
+
     @Test("a profile's summary names both directions and the DNS delay only when set")
     func profileSummary() {
         let slow = Profile(

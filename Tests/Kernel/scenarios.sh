@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Scenarios on a real kernel, in a lane of the kernel suite (LC_LANE) or alone in the VM:
+# a timed scenario's steps begin on schedule and change the condition in place, hitless, packet
+# by packet; a byte trigger fires at its threshold on a steady transfer; a 100-step scenario
+# leaves a TCP transfer running through all of it; the CLI plays, moves on and stops them, and
+# `run --scenario` holds one for as long as its command runs.
+# Checks go to this lane's results file, which the suite merges.
+set -euo pipefail
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+BIN=${LINKCOND_BIN:?set LINKCOND_BIN}
+CHECK="$KDIR/scenario_check.py"
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+: >"$RESULTS"
+cleanup() {
+    set +e
+    daemon_stop TERM
+    server_stop
+    topo_down
+}
+trap cleanup EXIT
+
+# The daemon reads scenarios from the directory beside its profiles.
+PROFILES="$WORK/profiles"
+SCENARIOS="$WORK/scenarios"
+mkdir -p "$PROFILES" "$SCENARIOS"
+cp "${LINKCOND_PROFILES:?set LINKCOND_PROFILES}"/*.yaml "$PROFILES/"
+cp "$REPO"/scenarios/*.yaml "$SCENARIOS/"
+SHIPPED_SCENARIOS=$(ls "$REPO"/scenarios/*.yaml | wc -l)
+
+# Two downlink delays a packet's one-way delay tells apart, alternating every second.
+STEP_MS=1000
+{
+    echo "name: LC Steps"
+    echo "steps:"
+    for i in $(seq 12); do
+        if ((i % 2)); then delay=20ms; else delay=80ms; fi
+        printf '  - { label: "step %d", downlink: { delay: %s }, for: %dms }\n' "$i" "$delay" "$STEP_MS"
+    done
+} >"$SCENARIOS/lc-steps.yaml"
+# A hundred steps of 150 ms between two rates and delays, both ways, under a TCP transfer.
+{
+    echo "name: LC Hundred"
+    echo "steps:"
+    for i in $(seq 100); do
+        if ((i % 2)); then values="bandwidth: 10mbit, delay: 10ms"; else values="bandwidth: 4mbit, delay: 30ms"; fi
+        printf '  - { downlink: { %s }, uplink: { %s }, for: 150ms }\n' "$values" "$values"
+    done
+} >"$SCENARIOS/lc-hundred.yaml"
+TRIGGER_BYTES=300000
+cat >"$SCENARIOS/lc-trigger.yaml" <<YAML
+name: LC Trigger
+steps:
+  - label: fast
+    downlink: { bandwidth: 2mbit, delay: 10ms }
+    until: $TRIGGER_BYTES B of download
+  - label: hole
+    downlink: { loss: 100% }
+YAML
+cat >"$SCENARIOS/lc-manual.yaml" <<'YAML'
+name: LC Manual
+steps:
+  - profile: Slow Net
+  - profile: Nasty Net
+YAML
+cat >"$SCENARIOS/lc-broken.yaml" <<'YAML'
+name: LC Broken
+steps:
+  - profile: Slow Net
+    for: soon
+YAML
+
+modprobe ifb numifbs=0
+modprobe -a veth sch_netem sch_htb sch_ingress cls_u32 cls_flower act_mirred
+topo_up
+server_start
+snapshot "$WORK/snap.before"
+daemon_start
+
+# moved_after FILE SECONDS: payload bytes a `throughput --series` run received after SECONDS
+# from its start (its series has a point each time data came).
+moved_after() {
+    jq -r --argjson s "$2" '(.series // []) as $x | if ($x | length) == 0 then "null"
+        else ($x[-1][1] - ([$x[] | select(.[0] <= $s) | .[1]] | last // 0)) end' "$1" 2>/dev/null || echo null
+}
+history_json() { timeout 30 curl -s --unix-socket "$SOCK" "http://linkcond/v1/history?limit=${1:-200}"; }
+play() { timeout 30 curl -s --unix-socket "$SOCK" -X PUT -d "{\"scenario\": \"$1\"}" http://linkcond/v1/condition >"$WORK/play.json"; }
+
+# ------------------------------------------------------------------ 32
+log "32. lane $LANE: scenarios are listed and refused like profiles; play, next and any other change"
+lc_capture scenarios
+check_contains "linkcond scenarios: the shipped ones" "$LC_OUT" "Slow Net, then Black Hole"
+check_contains "linkcond scenarios: a broken file named with its line and field" "$LC_OUT" "lc-broken.yaml:4: steps[1].for"
+listed=$(timeout 30 curl -s --unix-socket "$SOCK" http://linkcond/v1/scenarios | jq '.scenarios | length')
+check_equal "GET /v1/scenarios: the shipped ones and the lane's four good ones" "$((SHIPPED_SCENARIOS + 4))" "$listed"
+lc_capture play "LC Manul"
+check_rc "play an unknown scenario" "$LC_RC" nonzero "refused"
+check_contains "play an unknown scenario: suggestion" "$LC_ERR" "LC Manual"
+lc_capture next
+check_contains "next without a scenario" "$LC_ERR" "no scenario plays"
+lc_capture play "LC Manual"
+check_rc "play LC Manual" "$LC_RC" 0 "succeeds"
+check_contains "play: status shows the scenario and what ends the step" "$LC_OUT" "scenario: LC Manual, step 1 of 2 (Slow Net)"
+check_equal "play: the first step in force" "Slow Net" "$(current_profile)"
+lc_capture next
+check_contains "next: the second step" "$LC_OUT" "step 2 of 2 (Nasty Net)"
+check_equal "next: the second step in force" "Nasty Net" "$(current_profile)"
+lc_capture activate "Slow Net"
+scenario_after=$(lc status --json | jq -r '.scenario.name // "none"')
+check_equal "activate stops the scenario" "none" "$scenario_after"
+lc off >/dev/null
+
+# ------------------------------------------------------------------ 33
+log "33. lane $LANE: a timed scenario's steps begin on schedule, each change hitless"
+# Packets every 5 ms down the link for the 12 steps and some; their one-way delays show when
+# each step began.
+probe_cli 60 stream --dir down --host "$S4" --ctl "$CTL" --rate 200 --duration 14 --grace 1 >"$WORK/steps-stream.json" &
+stream_pid=$!
+snooze 1
+play "LC Steps"
+wait "$stream_pid" || true
+python3 "$CHECK" steps "$WORK/steps-stream.json" --low 20 --high 80 --step-ms "$STEP_MS" >"$WORK/steps.json" || echo '{}' >"$WORK/steps.json"
+note "steps: $(cat "$WORK/steps.json")"
+check_equal "timed steps: changes seen by the packets" 11 "$(json "$WORK/steps.json" .changes)"
+check_max "timed steps: each step's start against its schedule (the first change + whole steps), largest offset" \
+    "$(json "$WORK/steps.json" .max_abs_offset_ms)" 60 ms "within a packet interval and a timer's latency"
+note "timed steps: offsets $(json "$WORK/steps.json" '.offsets_ms | map(tostring) | join(", ")') ms; median |offset| $(json "$WORK/steps.json" .median_abs_offset_ms) ms"
+check_equal "timed steps: no packet lost (the steps have no loss)" "$(json "$WORK/steps.json" .sent)" "$(json "$WORK/steps.json" .received)"
+check_equal "timed steps: no packet below its step's delay" 0 "$(json "$WORK/steps.json" .below_own_step)"
+check_equal "timed steps: no packet between the two steps' delays" 0 "$(json "$WORK/steps.json" .between_steps)"
+status_end=$(lc status --json)
+check_equal "timed steps: played out, the last step stays" "true step 12" "$(jq -r '"\(.scenario.finished) \(.scenario.stepName)"' <<<"$status_end")"
+steps_recorded=$(history_json | jq '[.entries[] | select(.reason == "scenario" and (.detail | contains("LC Steps")))] | length')
+check_equal "timed steps: each change in the history" 11 "$steps_recorded"
+lc off >/dev/null
+
+# ------------------------------------------------------------------ 34
+log "34. lane $LANE: a byte trigger fires at its threshold on a steady transfer"
+play "LC Trigger"
+probe_cli 60 throughput --dir down --host "$S4" --ctl "$CTL" --duration 6 --skip 0 --series >"$WORK/trigger-tput.json" || true
+detail=$(history_json 5 | jq -r '[.entries[] | select(.reason == "scenario")] | last | .detail // ""')
+note "trigger: $detail; client got $(json "$WORK/trigger-tput.json" .total_bytes) bytes of payload"
+carried=$(sed -nE 's/.*\(([0-9]+) bytes carried\).*/\1/p' <<<"$detail")
+over=$(awk -v c="${carried:-x}" -v t="$TRIGGER_BYTES" 'BEGIN { if (c + 0 == c && c != "") print c - t; else print "null" }')
+# One bulk frame: the largest a qdisc sees on a veth is a 64 KiB GSO frame. At 2 Mbit/s the
+# daemon reads the counters every 5 ms near the threshold: 1.25 kB a read.
+check_range "byte trigger: bytes carried past the threshold when the step changed" "$over" 0 65536 bytes \
+    "within one bulk frame (64 KiB)" " of $TRIGGER_BYTES"
+check_equal "byte trigger: the next step (total loss) in force" "hole" "$(lc status --json | jq -r '.scenario.stepName')"
+# What was queued behind the rate when the step changed still arrives (it was sent under the
+# first step); nothing after it.
+check_equal "byte trigger: then the transfer stalls (payload in its last 2 of 6 s)" 0 "$(moved_after "$WORK/trigger-tput.json" 4)"
+lc off >/dev/null
+
+# ------------------------------------------------------------------ 35
+log "35. lane $LANE: 100 steps of 150 ms under a TCP transfer and a packet stream"
+probe_cli 60 stream --dir down --host "$S4" --ctl "$CTL" --rate 100 --duration 17 --grace 2 >"$WORK/hundred-stream.json" &
+stream_pid=$!
+probe_cli 60 throughput --dir down --host "$S4" --ctl "$CTL" --duration 17 --skip 0 >"$WORK/hundred-tput.json" &
+tput_pid=$!
+snooze 1
+play "LC Hundred"
+tput_rc=0
+wait "$tput_pid" || tput_rc=$?
+wait "$stream_pid" || true
+check_rc "100 steps: the TCP transfer survives all of them" "$tput_rc" 0 "completes"
+note "100 steps: the transfer carried $(json "$WORK/hundred-tput.json" .total_bytes) bytes"
+check_range "100 steps: the transfer kept moving (payload carried)" "$(json "$WORK/hundred-tput.json" .total_bytes)" 2000000 100000000 bytes \
+    "at least 2 MB in 17 s at 4 to 10 Mbit/s"
+hundred=$(python3 - "$WORK/hundred-stream.json" <<'PY'
+import json, sys
+down = json.load(open(sys.argv[1]))["down"]
+delays = [(r - s) / 1e6 for _, s, r in down["packets"]]
+print(json.dumps({"sent": down["sent"], "received": len(delays), "min_ms": round(min(delays), 3) if delays else None}))
+PY
+)
+note "100 steps, packet stream: $hundred"
+check_equal "100 steps: no packet of the stream lost (the steps have no loss; the queue holds the transfer)" \
+    "$(jq -r .sent <<<"$hundred")" "$(jq -r .received <<<"$hundred")"
+check_range "100 steps: no packet faster than the lower step's delay" "$(jq -r .min_ms <<<"$hundred")" 9.5 1000 ms ">= 10 ms"
+steps_recorded=$(history_json | jq '[.entries[] | select(.reason == "scenario" and (.detail | contains("LC Hundred")))] | length')
+check_equal "100 steps: each change in the history" 99 "$steps_recorded"
+check_equal "100 steps: played out" "true" "$(lc status --json | jq -r '.scenario.finished')"
+lc off >/dev/null
+
+# ------------------------------------------------------------------ 36
+log "36. lane $LANE: run --scenario holds the scenario while its command runs"
+RUN_RC=0
+cli timeout 60 "$BIN/linkcond" --socket "$SOCK" run --scenario "Slow Net, then Black Hole" -- \
+    python3 "$PROBE" throughput --dir down --host "$S4" --ctl "$CTL" --duration 12 --skip 0 --series \
+    >"$WORK/run.out" 2>"$WORK/run.err" || RUN_RC=$?
+note "run: exit $RUN_RC; $(tail -n 2 "$WORK/run.err" | tr '\n' ' ')"
+check_rc "run --scenario: the command's exit status" "$RUN_RC" 0 "the command's own"
+check_contains "run --scenario: says which scenario" "$(cat "$WORK/run.err")" "scenario 'Slow Net, then Black Hole'"
+check_range "run --scenario: the download moved under Slow Net (payload bytes)" "$(json "$WORK/run.out" .total_bytes)" 15000 200000 bytes \
+    "the trigger's 20 KB, and what was queued then"
+check_equal "run --scenario: then hung in the Black Hole (payload in the last 3 of 12 s)" 0 "$(moved_after "$WORK/run.out" 9)"
+check_equal "run --scenario: afterwards the condition is off again" "false" "$(lc status --json | jq -r .active)"
+reasons=$(history_json 3 | jq -r '[.entries[] | .reason] | join(" ")')
+check_equal "run --scenario: in the history" "lease scenario lease-released" "$reasons"
+
+daemon_stop TERM
+check_rc "SIGTERM after the scenarios: exit status" "$DAEMON_RC" 0 "exit 0"
+check_snapshot "after the scenarios: the interface as before" "$WORK/snap.before"
+summary_table

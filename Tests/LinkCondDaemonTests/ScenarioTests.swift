@@ -1,0 +1,128 @@
+import ControlAPI
+import Foundation
+@testable import LinkCondDaemon
+import Netlink
+import Profiles
+import Shaping
+import ShapingTestSupport
+import Testing
+
+@Suite("Scenarios played on a condition")
+struct ScenarioTests {
+    static func catalog(_ scenarios: Scenario...) -> ScenarioCatalog {
+        ScenarioCatalog(entries: scenarios.map { ScenarioEntry(scenario: $0, file: "/scenarios/\($0.name).yaml", stem: $0.name) })
+    }
+
+    static let timed = Scenario(name: "Timed", steps: [
+        ScenarioStep(profile: .named("Slow Net"), duration: .fixed(milliseconds: 300)),
+        ScenarioStep(profile: .named("Nasty Net"), duration: .fixed(milliseconds: 300)),
+        ScenarioStep(profile: .named("100% Loss"), duration: .fixed(milliseconds: 300)),
+    ])
+
+    static let triggered = Scenario(name: "Triggered", steps: [
+        ScenarioStep(profile: .named("Slow Net"), trigger: StepTrigger(direction: .download, unit: .bytes, threshold: 20_000)),
+        ScenarioStep(profile: .named("100% Loss")),
+    ])
+
+    static let manual = Scenario(name: "Manual", steps: [
+        ScenarioStep(profile: .named("Slow Net")),
+        ScenarioStep(label: "Inline", profile: .inline(Profile(name: "Inline", downlink: LinkConditions(delay: .milliseconds(7))))),
+    ])
+
+    /// Pretends that the condition's downlink carried `bytes` since its objects were made.
+    static func download(_ bytes: UInt64, on kernel: FakeKernel) {
+        let statistics = TrafficStatistics(packets: bytes / 1000, bytes: bytes, drops: 0, overlimits: 0, queuedPackets: 0, queuedBytes: 0)
+        kernel.counters = [ShapingTarget(interface: "eth0").ifb: [ReservedHandles.bulkLeaf: statistics]]
+    }
+
+    static func waitFor(_ seconds: Double, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return try await condition()
+    }
+
+    @Test("A timed scenario plays its steps in order, in place, and its last profile stays")
+    func timedSteps() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.timed))
+        let first = try await conditioner.activate(.scenario("timed"), by: TestDaemon.root)
+        #expect(first.profile?.name == "Slow Net")
+        #expect(first.scenario?.step == 1)
+        #expect(first.scenario?.next == "Nasty Net")
+        #expect(first.scenario?.endsBy == "after 300ms")
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
+        // Steps are short: under a loaded test run, one may pass between two looks; the
+        // history has each.
+        #expect(try await Self.waitFor(5) { await conditioner.status().scenario?.finished == true })
+        let last = await conditioner.status()
+        #expect(last.profile?.name == "100% Loss")
+        #expect(last.scenario?.endsBy == "nothing: the scenario is over")
+        #expect(try TestDaemon.conditionInKernel(kernel) == "100% Loss")
+        // One tree, changed in place at each step.
+        #expect(kernel.executed.filter { if case .createIFB = $0 { return true }; return false }.count == 1)
+        let entries = await conditioner.history(limit: 10).entries
+        #expect(entries.map(\.reason) == ["play", "scenario", "scenario", "scenario-end"])
+        #expect(entries.map(\.to) == ["Slow Net", "Nasty Net", "100% Loss", "100% Loss"])
+    }
+
+    @Test("A byte trigger ends its step once the direction carried that much, not before")
+    func byteTrigger() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.triggered))
+        Self.download(5_000, on: kernel)
+        _ = try await conditioner.activate(.scenario("Triggered"), by: TestDaemon.root)
+        Self.download(20_000, on: kernel)
+        #expect(try await Self.waitFor(5) { await conditioner.status().scenario?.trigger?.progress == 15_000 })
+        #expect(await conditioner.status().scenario?.step == 1)
+        Self.download(25_000, on: kernel)
+        #expect(try await Self.waitFor(2) { await conditioner.status().scenario?.step == 2 })
+        #expect(await conditioner.status().profile?.name == "100% Loss")
+        #expect(await conditioner.history(limit: 1).entries.first?.detail?.contains("after 20 KB of download (20000 bytes carried)") == true)
+    }
+
+    @Test("linkcond next moves on; another change stops the scenario; next then says there is none")
+    func nextAndStop() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.manual))
+        let first = try await conditioner.activate(.scenario("manual"), by: TestDaemon.root)
+        #expect(first.scenario?.endsBy == "linkcond next")
+        let second = try await conditioner.next(by: TestDaemon.root)
+        #expect(second.profile?.name == "Inline")
+        #expect(second.scenario?.step == 2)
+        #expect(second.scenario?.endsBy == "nothing: the last step lasts until the condition changes")
+        _ = try await conditioner.activate("Nasty Net", by: TestDaemon.root)
+        #expect(await conditioner.status().scenario == nil)
+        await #expect(throws: NoScenarioError.self) { try await conditioner.next(by: TestDaemon.root) }
+    }
+
+    @Test("A scenario in a client-bound lease changes the lease's profile and ends with it")
+    func inLease() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.manual))
+        _ = try await conditioner.activate("Nasty Net", by: TestDaemon.root)
+        let (ticket, held) = try await conditioner.hold(.scenario("Manual"), by: TestDaemon.alice, maximum: nil) { _ in }
+        #expect(held.profile?.name == "Slow Net")
+        #expect(held.lease?.restores == "Nasty Net")
+        // Someone else may not move another's scenario on; its holder may.
+        await #expect(throws: LeaseConflictError.self) { try await conditioner.next(by: TestDaemon.bob) }
+        let moved = try await conditioner.next(by: TestDaemon.alice)
+        #expect(moved.profile?.name == "Inline")
+        #expect(moved.lease != nil)
+        let after = await conditioner.release(ticket)
+        #expect(after?.profile?.name == "Nasty Net")
+        #expect(after?.scenario == nil)
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Nasty Net")
+    }
+
+    @Test("An unknown scenario is refused with suggestions and changes nothing")
+    func unknown() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.timed))
+        await #expect(throws: UnknownScenarioError.self) { try await conditioner.activate(.scenario("Timd"), by: TestDaemon.root) }
+        #expect(await conditioner.status().active == false)
+        #expect(kernel.executed.isEmpty)
+    }
+}
