@@ -368,8 +368,9 @@ SCENARIOS="$WORK/scenarios"
 mkdir -p "$SCENARIOS"
 TIMELINE_NAME="LC Bench Timeline"
 TIMELINE_STEP_SECONDS=2
-# Each step, both directions alike: "MBIT/S DELAY_MS"; "outage" is 100% loss down, the uplink
-# unshaped (ACKs and retransmission timers keep running).
+# Each step, both directions alike: "MBIT/S DELAY_MS", with a 50 ms queue behind the rate (the
+# default queue lets a download's queueing hide the delays); "outage" is 100% loss down, the
+# uplink unshaped (ACKs and retransmission timers keep running).
 TIMELINE=("8 20" "2 60" "8 20" "1 100" "4 40" outage "8 20" "2 60")
 {
     echo "name: $TIMELINE_NAME"
@@ -379,7 +380,7 @@ TIMELINE=("8 20" "2 60" "8 20" "1 100" "4 40" outage "8 20" "2 60")
         if [[ $mbit == outage ]]; then
             printf '  - { label: "step %d", downlink: { loss: 100%% }, for: %ds }\n' $((i + 1)) "$TIMELINE_STEP_SECONDS"
         else
-            printf '  - { label: "step %d", downlink: { bandwidth: %sMbit, delay: %sms }, uplink: { bandwidth: %sMbit, delay: %sms }, for: %ds }\n' \
+            printf '  - { label: "step %d", downlink: { bandwidth: %sMbit, delay: %sms, queue: 50ms }, uplink: { bandwidth: %sMbit, delay: %sms, queue: 50ms }, for: %ds }\n' \
                 $((i + 1)) "$mbit" "$ms" "$mbit" "$ms" "$TIMELINE_STEP_SECONDS"
         fi
     done

@@ -76,8 +76,8 @@ check_equal "the package's state" "install ok installed $version" "$(dpkg-query 
 check_equal "the linkcond group exists" "linkcond" "$(getent group linkcond | cut -d: -f1)"
 check_equal "socket enabled and listening, service waiting for a request" "enabled listening inactive" \
     "$(systemctl is-enabled linkcondd.socket) $(prop SubState linkcondd.socket) $(prop ActiveState)"
-check_equal "directories of tmpfiles.d: /etc/linkcond/profiles, /var/lib/linkcond" "present present" \
-    "$(exists /etc/linkcond/profiles) $(exists /var/lib/linkcond)"
+check_equal "directories of tmpfiles.d: /etc/linkcond/profiles and scenarios, /var/lib/linkcond" "present present present" \
+    "$(exists /etc/linkcond/profiles) $(exists /etc/linkcond/scenarios) $(exists /var/lib/linkcond)"
 check_equal "man pages, completions and built-in profiles in place" "/usr/share/man/man1/linkcond.1.gz yes yes" \
     "$(man -w linkcond 2>&1) $([[ -s /usr/share/bash-completion/completions/linkcond ]] && echo yes || echo no) $([[ -s /usr/share/linkcond/profiles/slow-net.yaml ]] && echo yes || echo no)"
 
@@ -93,6 +93,9 @@ check_equal "$IF under Slow Net, a netem each way" "Slow Net 2" "$(profile_on) $
 run_capture 90 /usr/bin/linkcond off
 check_rc "linkcond off" "$RC" 0 "succeeds"
 check_equal "after off: $IF as before" "$unshaped" "$(shaping)"
+run_capture 90 /usr/bin/linkcond scenarios --json
+check_equal "the built-in scenarios, read beside the built-in profiles" "4 scenarios, 0 skipped" \
+    "$(jq -r '"\(.scenarios | length) scenarios, \(.problems | length) skipped"' <<<"$OUT" 2>/dev/null || echo "no answer: $OUT")"
 
 log "upgrade: the daemon stops, the socket restarts, the next request starts the new daemon"
 # The same package with a higher version stands in for the next build.
