@@ -19,26 +19,51 @@ def steps(a):
         down = json.load(f)["down"]
     packets = sorted(down["packets"], key=lambda p: p[1])
     middle = (a.low + a.high) / 2
-    # (send time in ms, one-way delay in ms), in the order sent.
+    # (send time in ms, one-way delay in ms), in the order sent; the unshaped ones sent before
+    # the scenario began are left out.
     samples = [(sent / 1e6, (received - sent) / 1e6) for _, sent, received in packets]
+    # The scenario begins with the low step: it starts with the first `a.run` packets in a row
+    # at its delay (an unshaped packet held up by a busy VM can look like either step).
+    def at_low(delay):
+        return a.low - a.tolerance_below <= delay <= (a.low + a.high) / 2
+    first = next((i for i in range(len(samples)) if all(at_low(d) for _, d in samples[i:i + a.run])), len(samples))
+    unshaped = first
+    samples = samples[first:]
     classes = ["high" if delay > middle else "low" for _, delay in samples]
-    starts = [samples[0][0]] if samples else []
-    kinds = [classes[0]] if classes else []
-    for i in range(1, len(samples)):
-        if classes[i] != classes[i - 1]:
-            starts.append(samples[i][0])
-            kinds.append(classes[i])
+    # A step is a run of at least `a.run` packets of one class: a shorter one is a packet held up
+    # on its way (a busy VM's receiver), not a step, and joins the run around it.
+    runs = []
+    for i, kind in enumerate(classes):
+        if runs and runs[-1][0] == kind:
+            runs[-1][2] += 1
+        else:
+            runs.append([kind, i, 1])
+    steady = [run for run in runs if run[2] >= a.run]
+    # Each packet's own step: its run's, or for a held-up packet the step it was sent under.
+    own = []
+    current = steady[0][0] if steady else "low"
+    for kind, _, length in runs:
+        if length >= a.run:
+            current = kind
+        own += [current] * length
+    starts, kinds = [], []
+    for kind, index, _ in steady:
+        if not kinds or kinds[-1] != kind:
+            starts.append(samples[index][0])
+            kinds.append(kind)
     # A step's start is known to within one packet interval: the first packet sent under it.
     # The first change is the reference; each later one should follow it by whole steps.
     offsets = [round(t - starts[1] - (k - 1) * a.step_ms, 1) for k, t in enumerate(starts) if k >= 1]
     # A packet below its own step's delay would mean the change was not hitless; one between
     # the two delays, that some packet met neither step's values.
-    below = sum(1 for (_, delay), kind in zip(samples, classes) if delay < (a.low if kind == "low" else a.high) - a.tolerance_below)
+    below = sum(1 for (_, delay), kind in zip(samples, own) if delay < (a.low if kind == "low" else a.high) - a.tolerance_below)
     between = sum(1 for _, delay in samples if a.low + a.tolerance_above < delay < a.high - a.tolerance_below)
     interval = statistics.median([samples[i][0] - samples[i - 1][0] for i in range(1, len(samples))]) if len(samples) > 1 else None
     out = {
         "sent": down.get("sent", 0),
-        "received": len(samples),
+        "received": len(samples) + unshaped,
+        "unshaped": unshaped,
+        "held_up": sum(run[2] for run in runs if run[2] < a.run),
         "changes": len(starts) - 1,
         "kinds": kinds,
         "offsets_ms": offsets,
@@ -65,6 +90,7 @@ def main():
     sp.add_argument("--step-ms", type=float, required=True, help="each step's duration, ms")
     sp.add_argument("--tolerance-below", type=float, default=0.5, help="ms a delay may fall short of its step's (clock reads)")
     sp.add_argument("--tolerance-above", type=float, default=15.0, help="ms a delay may exceed the low step's (scheduling)")
+    sp.add_argument("--run", type=int, default=3, help="packets in a row that make a step")
     a = parser.parse_args()
     {"steps": steps}[a.cmd](a)
 
