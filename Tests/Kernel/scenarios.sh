@@ -116,9 +116,11 @@ lc off >/dev/null
 log "33. lane $LANE: a timed scenario's steps begin on schedule, each change hitless"
 # Packets every 5 ms down the link for the 12 steps and some; their one-way delays show when
 # each step began.
-probe_cli 60 stream --dir down --host "$S4" --ctl "$CTL" --rate 200 --duration 20 --grace 1 >"$WORK/steps-stream.json" &
+# The play waits 8 s: beside the other lanes, the stream's own start took seconds, and the
+# steps it missed could not be seen.
+probe_cli 60 stream --dir down --host "$S4" --ctl "$CTL" --rate 200 --duration 26 --grace 1 >"$WORK/steps-stream.json" &
 stream_pid=$!
-snooze 2
+snooze 8
 play "LC Steps"
 wait "$stream_pid" || true
 python3 "$CHECK" steps "$WORK/steps-stream.json" --low 20 --high 80 --step-ms "$STEP_MS" >"$WORK/steps.json" || echo '{}' >"$WORK/steps.json"
