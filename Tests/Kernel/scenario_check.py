@@ -22,11 +22,9 @@ def steps(a):
     # (send time in ms, one-way delay in ms), in the order sent; the unshaped ones sent before
     # the scenario began are left out.
     samples = [(sent / 1e6, (received - sent) / 1e6) for _, sent, received in packets]
-    # The scenario begins with the low step: it starts with the first `a.run` packets in a row
-    # at its delay (an unshaped packet held up by a busy VM can look like either step).
-    def at_low(delay):
-        return a.low - a.tolerance_below <= delay <= (a.low + a.high) / 2
-    first = next((i for i in range(len(samples)) if all(at_low(d) for _, d in samples[i:i + a.run])), len(samples))
+    # Packets sent before the play request returned (`--after-ms`, the same clock) may be
+    # unshaped; every one after must meet its step.
+    first = next((i for i, (sent, _) in enumerate(samples) if sent >= a.after_ms), len(samples))
     unshaped = first
     samples = samples[first:]
     classes = ["high" if delay > middle else "low" for _, delay in samples]
@@ -91,6 +89,7 @@ def main():
     sp.add_argument("--tolerance-below", type=float, default=0.5, help="ms a delay may fall short of its step's (clock reads)")
     sp.add_argument("--tolerance-above", type=float, default=15.0, help="ms a delay may exceed the low step's (scheduling)")
     sp.add_argument("--run", type=int, default=3, help="packets in a row that make a step")
+    sp.add_argument("--after-ms", type=float, default=0, help="CLOCK_MONOTONIC ms when the scenario was in force")
     a = parser.parse_args()
     {"steps": steps}[a.cmd](a)
 
