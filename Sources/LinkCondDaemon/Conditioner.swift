@@ -729,6 +729,11 @@ public actor Conditioner {
         _ condition: Condition, to wanted: ConditionPolicy, replacingForeign: Bool, keepingScenario: Bool = false,
         onEnd: (@Sendable (LeaseEvent) -> Void)? = nil
     ) throws -> Condition.LeaseRuntime? {
+        // Refused before anything is written or changed: the planner cannot play a trace yet,
+        // and the state file cannot store one.
+        for entry in [wanted.baseline, wanted.lease?.entry].compactMap({ $0 }) where entry.profile.isTraceDriven {
+            throw TraceLinksUnsupportedError(profile: entry.profile.name)
+        }
         let old = condition.policy
         condition.policy = wanted
         persist(condition)

@@ -3,11 +3,16 @@
 extension ProfileParser {
     static let burstLossFields = ["average", "length"]
 
-    /// Reads the field `name` of the direction `section` into `conditions`.
-    static func readDirectionField(_ name: String, of section: YAMLSection, into conditions: inout LinkConditions) throws(ProfileError) {
+    /// Reads the field `name` of the direction `section` into `conditions`; a `trace:` reads its
+    /// file as `traces` allows.
+    static func readDirectionField(
+        _ name: String, of section: YAMLSection, traces: TraceFileAccess, into conditions: inout LinkConditions
+    ) throws(ProfileError) {
         switch name {
         case "bandwidth":
             conditions.bandwidth = try section.value(name, default: nil) { text throws(UnitParseError) in try Bandwidth(parsing: text) }
+        case "trace":
+            conditions.trace = try trace(name, of: section, access: traces)
         case "delay":
             conditions.delay = try section.value(name, default: .zero, Delay.init(parsing:))
         case "jitter":
@@ -45,9 +50,10 @@ extension ProfileParser {
     }
 
     /// Refuses values that cannot go together: a field that needs another (a correlation without
-    /// what it correlates, `queue` without `bandwidth`, …) or that excludes one (`burst-loss`
-    /// with `loss`, `keep-order` with `reorder`). Each problem is reported on the line of the
-    /// field that needs or excludes the other; of several, the first by line.
+    /// what it correlates, `queue` without `bandwidth` or `trace`, …) or that excludes one
+    /// (`trace` with `bandwidth`, `burst-loss` with `loss`, `keep-order` with `reorder`). Each
+    /// problem is reported on the line of the field that needs or excludes the other; of
+    /// several, the first by line.
     static func checkDirection(_ conditions: LinkConditions, section: YAMLSection) throws(ProfileError) {
         var problems: [ProfileError] = []
         func line(of field: String) -> Int? {
@@ -63,6 +69,9 @@ extension ProfileParser {
 
         let impairments = conditions.impairments
         let hasJitter = !conditions.jitter.isZero
+        if conditions.trace != nil, conditions.bandwidth != nil {
+            refuse("trace", "cannot be combined with bandwidth\(onLine("bandwidth")): the trace gives the rate, window by window; leave bandwidth out")
+        }
         if conditions.jitter > conditions.delay {
             refuse("jitter", "jitter \(conditions.jitter) is larger than the delay \(conditions.delay); packets cannot arrive before they were sent")
         }
@@ -102,8 +111,8 @@ extension ProfileParser {
         if !impairments.reorderCorrelation.isZero, impairments.reorder.isZero {
             refuse("reorder-correlation", "a correlation ties each packet's chance of reordering to the one before; this direction reorders nothing (add reorder:)")
         }
-        if impairments.queue != nil, conditions.bandwidth == nil {
-            refuse("queue", "a queue fills only behind a bandwidth limit; this direction has none (add bandwidth:, e.g. bandwidth: 10Mbit)")
+        if impairments.queue != nil, conditions.bandwidth == nil, conditions.trace == nil {
+            refuse("queue", "a queue fills only behind a bandwidth limit or a trace; this direction has neither (add bandwidth:, e.g. bandwidth: 10Mbit, or trace:)")
         }
         if let first = problems.min(by: { $0.line < $1.line }) {
             throw first

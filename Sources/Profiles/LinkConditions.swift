@@ -1,7 +1,10 @@
 /// What one direction of the link does to packets.
 public struct LinkConditions: Hashable, Sendable {
-    /// `nil` means the link is not rate-limited.
+    /// `nil` means the link is not rate-limited (unless `trace` gives its rate).
     public var bandwidth: Bandwidth?
+    /// A recorded link's capacity, window by window, instead of a fixed `bandwidth`; a profile
+    /// gives one or the other.
+    public var trace: LinkTrace?
     public var delay: Delay
     /// Each packet's delay varies within `delay ± jitter`, as `jitterDistribution` says.
     public var jitter: Delay
@@ -10,10 +13,11 @@ public struct LinkConditions: Hashable, Sendable {
     public var impairments: Impairments
 
     public init(
-        bandwidth: Bandwidth? = nil, delay: Delay = .zero, jitter: Delay = .zero, loss: LossRate = .none,
+        bandwidth: Bandwidth? = nil, trace: LinkTrace? = nil, delay: Delay = .zero, jitter: Delay = .zero, loss: LossRate = .none,
         impairments: Impairments = Impairments()
     ) {
         self.bandwidth = bandwidth
+        self.trace = trace
         self.delay = delay
         self.jitter = jitter
         self.loss = loss
@@ -24,10 +28,11 @@ public struct LinkConditions: Hashable, Sendable {
 
     public var isUnshaped: Bool { self == .unshaped }
 
-    /// `32kbit 100ms ±10ms 1% loss`, or `unshaped`.
+    /// `32kbit 100ms ±10ms 1% loss`, `trace subway (mean 4.21Mbit, peak 12Mbit) 40ms`, or `unshaped`.
     public var summary: String {
         var parts: [String] = []
         if let bandwidth { parts.append(bandwidth.description) }
+        if let trace { parts.append(trace.summary) }
         if !delay.isZero { parts.append(delay.description) }
         if !jitter.isZero {
             parts.append("±\(jitter)" + (impairments.jitterDistribution == .uniform ? "" : " \(impairments.jitterDistribution.rawValue)"))
@@ -61,8 +66,8 @@ public struct Impairments: Hashable, Sendable {
     /// Packets sent at once instead of after the delay, so that they overtake the ones before.
     public var reorder: LossRate
     public var reorderCorrelation: LossRate
-    /// How much a shaped direction holds behind its rate before it drops (drop-tail);
-    /// `nil`: linkcond's default, a short queue.
+    /// How much a shaped direction (a `bandwidth` or a `trace`) holds behind its rate before it
+    /// drops (drop-tail); `nil`: linkcond's default, a short queue.
     public var queue: QueueLimit?
 
     public init(

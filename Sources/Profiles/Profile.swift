@@ -31,6 +31,11 @@ public struct Profile: Hashable, Sendable {
         return text
     }
 
+    /// Whether a direction follows a trace instead of a fixed rate.
+    public var isTraceDriven: Bool {
+        downlink.trace != nil || uplink.trace != nil
+    }
+
     /// The same condition with no values changed: two profiles with equal conditions shape alike.
     public func hasSameConditions(as other: Profile) -> Bool {
         downlink == other.downlink && uplink == other.uplink && dnsDelay == other.dnsDelay

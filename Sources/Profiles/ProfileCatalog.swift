@@ -68,7 +68,7 @@ public struct ProfileCatalog: Sendable {
             return
         }
         do {
-            let profile = try ProfileParser.parse(yaml: text, file: file)
+            let profile = try ProfileParser.parse(yaml: text, file: file, traces: .besideFile)
             add(CatalogEntry(profile: profile, file: file, stem: Self.stem(of: file)))
         } catch {
             problems.append(error)

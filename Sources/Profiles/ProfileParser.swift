@@ -6,7 +6,7 @@ public enum ProfileParser {
     /// The fields a profile file may contain, with the fields each section may contain.
     static let topLevelFields = ["name", "description", "downlink", "uplink", "dns"]
     static let directionFields = [
-        "bandwidth", "delay", "jitter", "loss",
+        "bandwidth", "trace", "delay", "jitter", "loss",
         "jitter-distribution", "jitter-correlation", "keep-order",
         "loss-correlation", "burst-loss",
         "duplicate", "duplicate-correlation", "corrupt", "corrupt-correlation",
@@ -14,8 +14,10 @@ public enum ProfileParser {
     ]
     static let dnsFields = ["delay"]
 
-    /// Parses `yaml`, naming `file` in errors.
-    public static func parse(yaml: String, file: String) throws(ProfileError) -> Profile {
+    /// Parses `yaml`, naming `file` in errors. A direction's `trace:` reads its file only with
+    /// `traces: .besideFile`, for a file from a profile directory: by default a profile is text
+    /// from anywhere, which must not make the daemon read files.
+    public static func parse(yaml: String, file: String, traces: TraceFileAccess = .refused) throws(ProfileError) -> Profile {
         let composed: YAMLNode?
         do {
             composed = try YAMLComposer.compose(yaml)
@@ -40,22 +42,22 @@ public enum ProfileParser {
         return Profile(
             name: name,
             description: description,
-            downlink: try conditions(document.fields["downlink"], path: "downlink", file: file),
-            uplink: try conditions(document.fields["uplink"], path: "uplink", file: file),
+            downlink: try conditions(document.fields["downlink"], path: "downlink", file: file, traces: traces),
+            uplink: try conditions(document.fields["uplink"], path: "uplink", file: file, traces: traces),
             dnsDelay: dns
         )
     }
 
     /// One direction's values (`downlink:` or `uplink:` at `path`); unshaped when absent.
-    /// Also reads a scenario step's inline values.
-    static func conditions(_ node: YAMLNode?, path: String, file: String) throws(ProfileError) -> LinkConditions {
+    /// Also reads a scenario step's inline values, whose `trace:` is relative to the scenario's `file`.
+    static func conditions(_ node: YAMLNode?, path: String, file: String, traces: TraceFileAccess) throws(ProfileError) -> LinkConditions {
         guard let node else { return .unshaped }
         let section = try YAMLSection(node: node, path: path, file: file)
         try section.rejectUnknownFields(allowed: directionFields)
         // In the order written, so that of two bad values the first one is reported.
         var conditions = LinkConditions.unshaped
         for key in section.keys {
-            try readDirectionField(key.name, of: section, into: &conditions)
+            try readDirectionField(key.name, of: section, traces: traces, into: &conditions)
         }
         try checkDirection(conditions, section: section)
         return conditions

@@ -63,7 +63,7 @@ public struct ScenarioCatalog: Sendable {
         }
         let scenario: Scenario
         do {
-            scenario = try ScenarioParser.parse(yaml: text, file: file)
+            scenario = try ScenarioParser.parse(yaml: text, file: file, traces: .besideFile)
         } catch {
             problems.append(error)
             return

@@ -19,8 +19,9 @@ public enum ScenarioParser {
     /// The largest `repeat:`, of the whole list or of one step.
     public static let maximumRepeat = 10_000
 
-    /// Parses `yaml`, naming `file` in errors.
-    public static func parse(yaml: String, file: String) throws(ProfileError) -> Scenario {
+    /// Parses `yaml`, naming `file` in errors. An inline step's `trace:` reads its file, relative
+    /// to this scenario file's directory, only with `traces: .besideFile` (see `ProfileParser`).
+    public static func parse(yaml: String, file: String, traces: TraceFileAccess = .refused) throws(ProfileError) -> Scenario {
         let composed: YAMLNode?
         do {
             composed = try YAMLComposer.compose(yaml, kind: "scenario")
@@ -57,7 +58,7 @@ public enum ScenarioParser {
         let items = try stepNodes(stepsNode, file: file)
         var steps: [ScenarioStep] = []
         for (offset, item) in items.enumerated() {
-            steps.append(try step(item, number: offset + 1, scenarioName: name, file: file))
+            steps.append(try step(item, number: offset + 1, scenarioName: name, file: file, traces: traces))
         }
 
         return Scenario(
@@ -91,7 +92,9 @@ public enum ScenarioParser {
     }
 
     /// Step `number` (1-based) of the list.
-    private static func step(_ node: YAMLNode, number: Int, scenarioName: String, file: String) throws(ProfileError) -> ScenarioStep {
+    private static func step(
+        _ node: YAMLNode, number: Int, scenarioName: String, file: String, traces: TraceFileAccess
+    ) throws(ProfileError) -> ScenarioStep {
         let path = "steps[\(number)]"
         let section = try YAMLSection(
             node: node, path: path, file: file,
@@ -126,8 +129,8 @@ public enum ScenarioParser {
             let dnsDelay = try ProfileParser.dnsDelay(section.fields["dns"], path: section.dotted("dns"), file: file)
             profile = .inline(Profile(
                 name: label ?? "\(scenarioName), step \(number)",
-                downlink: try ProfileParser.conditions(section.fields["downlink"], path: section.dotted("downlink"), file: file),
-                uplink: try ProfileParser.conditions(section.fields["uplink"], path: section.dotted("uplink"), file: file),
+                downlink: try ProfileParser.conditions(section.fields["downlink"], path: section.dotted("downlink"), file: file, traces: traces),
+                uplink: try ProfileParser.conditions(section.fields["uplink"], path: section.dotted("uplink"), file: file, traces: traces),
                 dnsDelay: dnsDelay
             ))
         } else {

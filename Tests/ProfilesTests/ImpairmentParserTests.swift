@@ -528,7 +528,7 @@ struct ImpairmentParserTests {
             label: "a name in several fields suggests none and lists them",
             yaml: downlinkYAML("correlation: 25%"),
             line: 3, field: "downlink.correlation", code: .unknownField,
-            fragment: "allowed here: bandwidth, delay, jitter, loss, jitter-distribution, jitter-correlation, keep-order, "
+            fragment: "allowed here: bandwidth, trace, delay, jitter, loss, jitter-distribution, jitter-correlation, keep-order, "
                 + "loss-correlation, burst-loss, duplicate, duplicate-correlation, corrupt, corrupt-correlation, reorder, reorder-correlation, queue"
         ),
         ParserErrorCase(
@@ -656,6 +656,6 @@ struct ImpairmentParserTests {
     @Test("the description of a combination error reads file:line: field: message")
     func combinationDescription() throws {
         let error = try #require(parseError(downlinkYAML("queue: 100 packets"), file: "/etc/linkcond/profiles/q.yaml"))
-        #expect(error.description == "/etc/linkcond/profiles/q.yaml:3: downlink.queue: a queue fills only behind a bandwidth limit; this direction has none (add bandwidth:, e.g. bandwidth: 10Mbit)")
+        #expect(error.description == "/etc/linkcond/profiles/q.yaml:3: downlink.queue: a queue fills only behind a bandwidth limit or a trace; this direction has neither (add bandwidth:, e.g. bandwidth: 10Mbit, or trace:)")
     }
 }

@@ -120,7 +120,7 @@ struct ProfileParserTests {
         ParserErrorCase(
             label: "unknown uplink key lists the allowed ones",
             yaml: "name: X\ndescription: d\nuplink:\n  delay: 5ms\n  latency: 5ms\n",
-            line: 5, field: "uplink.latency", code: .unknownField, fragment: "allowed here: bandwidth, delay, jitter, loss"
+            line: 5, field: "uplink.latency", code: .unknownField, fragment: "allowed here: bandwidth, trace, delay, jitter, loss"
         ),
         ParserErrorCase(
             label: "unknown dns key",
