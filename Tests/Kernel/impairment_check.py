@@ -56,6 +56,10 @@ def stream(a):
         "mean_burst": round(statistics.fmean(lost_runs), 3) if lost_runs else None,
         "duplicates": duplicates,
         "corrupted": down.get("corrupted", 0),
+        # Where lost packets went: sends the kernel refused, and the longest run the sender
+        # sent back to back after being held up (a burst the emulated VM may drop on its way).
+        "send_refused": down.get("send_refused"),
+        "longest_burst": down.get("longest_burst"),
         "inversions": inversions,
         "fast": sum(1 for d in delays if d < a.fast_below) if a.fast_below is not None else None,
         "quantiles_ms": {str(q): round(quantile(delays, q), 3) for q in QUANTILES} if delays else {},

@@ -256,14 +256,19 @@ class Server:
         gap = 1.0 / rate
         t0 = now()
         seq = 0
+        refused = 0
+        # The longest run sent back to back to catch up after the sender was held up.
+        burst = run = 0
         while now() - t0 < duration:
             try:
                 self.counter.sendto(TSEG.pack(STAMPED, rid, seq, time.monotonic_ns()) + pad, dst)
             except OSError:
-                pass
+                refused += 1
             seq += 1
+            run = run + 1 if t0 + seq * gap <= now() else 0
+            burst = max(burst, run)
             pace(t0, seq, gap)
-        return seq
+        return seq, refused, burst
 
     def control(self, c):
         with c:
@@ -282,9 +287,9 @@ class Server:
                 with self.lock:
                     rep = {"packets": list(self.stamps.get(req["id"], []))}
             elif op == "stream":
-                sent = self.stream(req["host"], req["port"], req["id"], req["rate"], req["duration"],
-                                   req.get("pad", STREAM_PAD))
-                rep = {"sent": sent}
+                sent, refused, burst = self.stream(req["host"], req["port"], req["id"], req["rate"], req["duration"],
+                                                   req.get("pad", STREAM_PAD))
+                rep = {"sent": sent, "send_refused": refused, "longest_burst": burst}
             elif op == "blast":
                 took = self.blast(req["host"], req["port"], req["id"], req["count"], req["gap"])
                 rep = {"sent": req["count"], "seconds": took}
@@ -647,6 +652,7 @@ def stream_down(a, host, out, pad_bytes=STREAM_PAD):
     # How long after arriving the packets were read: what stamping them on arrival left out.
     late.sort()
     out["down"] = {"sent": reply.get("sent", 0), "packets": packets, "corrupted": corrupted,
+                   "send_refused": reply.get("send_refused"), "longest_burst": reply.get("longest_burst"),
                    "read_late_ms": {"median": round(late[len(late) // 2] / 1e6, 2), "max": round(late[-1] / 1e6, 2)} if late else None}
 
 

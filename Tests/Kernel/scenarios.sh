@@ -145,8 +145,13 @@ note "steps: $(cat "$WORK/steps.json")"
 check_range "timed steps: unshaped packets after the play was asked, before its first step" "$(json "$WORK/steps.json" .unshaped)" \
     0 $(( (played_ms - asked_ms) / 5 + 3 )) packets "those sent while the play request ran ($((played_ms - asked_ms)) ms)"
 check_equal "timed steps: changes seen by the packets" 11 "$(json "$WORK/steps.json" .changes)"
-check_max "timed steps: each step's start against its schedule (the first step's start + whole steps), largest offset" \
-    "$(json "$WORK/steps.json" .max_abs_offset_ms)" 150 ms "a timer's latency and a netlink change's (44 to 115 ms beside five lanes on the emulated VM; the benchmark alone: under 6 ms)"
+# Beside five lanes on the emulated VM, the daemon's timer and its netlink change were late by
+# 16 to 185 ms, 52 ms in the median (the benchmark, alone: under 6 ms); steps that added up
+# their delays would be seconds late by the last one.
+check_max "timed steps: each step's start against its schedule (the first step's start + whole steps), median offset" \
+    "$(json "$WORK/steps.json" .median_abs_offset_ms)" 100 ms "a timer's latency and a netlink change's"
+check_max "timed steps: each step's start against its schedule, largest offset" \
+    "$(json "$WORK/steps.json" .max_abs_offset_ms)" 300 ms "the same, once held up by the busy VM, and none adding up"
 note "timed steps: offsets $(json "$WORK/steps.json" '.offsets_ms | map(tostring) | join(", ")') ms; median |offset| $(json "$WORK/steps.json" .median_abs_offset_ms) ms"
 check_equal "timed steps: no packet lost (the steps have no loss)" "$(json "$WORK/steps.json" .sent)" "$(json "$WORK/steps.json" .received)"
 check_equal "timed steps: no packet below its step's delay" 0 "$(json "$WORK/steps.json" .below_own_step)"
