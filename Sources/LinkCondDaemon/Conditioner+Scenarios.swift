@@ -60,11 +60,13 @@ extension Conditioner {
     }
 
     /// Starts playing `start` on `condition`, whose policy already has the first step in force.
-    func beginScenario(_ start: ScenarioStart, on condition: Condition) {
+    /// The schedule counts from `appliedAt`, when the kernel had the first step: writing the
+    /// history after it must not lengthen the step.
+    func beginScenario(_ start: ScenarioStart, on condition: Condition, appliedAt: NIODeadline) {
         let drives: ScenarioRun.Drives = condition.policy.lease.map { .lease($0.id) } ?? .baseline
         condition.scenario = ScenarioRun(
             entry: start.entry, schedule: start.schedule, play: start.play, drives: drives, stepSince: Date(),
-            plannedStart: .now(), generation: 0
+            plannedStart: appliedAt, generation: 0
         )
         logger.notice("scenario '\(start.entry.scenario.name)' plays on \(condition.id) (seed \(start.schedule.seed))")
         armStep(condition)

@@ -114,15 +114,18 @@ public actor Conditioner {
         let previous = condition.policy.effective
         let displaced: Condition.LeaseRuntime?
         let playing = scenario.map { "'\($0.entry.scenario.name)' step 1 (\($0.entry.scenario.steps[0].displayName))" }
+        let applied: NIODeadline
         if let duration {
             let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: duration, clientBound: false)
             displaced = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease), replacingForeign: replacingForeign)
+            applied = .now()
             record(condition, from: previous, reason: "lease", requester: requester, detail: (playing.map { "plays \($0) " } ?? "") + "for \(duration)")
         } else {
             displaced = try converge(condition, to: condition.policy.wanting(baseline: entry, lease: nil), replacingForeign: replacingForeign)
+            applied = .now()
             record(condition, from: previous, reason: scenario == nil ? "activate" : "play", requester: requester, detail: playing)
         }
-        if let scenario { beginScenario(scenario, on: condition) }
+        if let scenario { beginScenario(scenario, on: condition, appliedAt: applied) }
         notifyTakeOver(displaced, on: condition, by: requester)
         return status(of: condition)
     }
@@ -180,7 +183,7 @@ public actor Conditioner {
             condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease),
             replacingForeign: replacingForeign, onEnd: onEnd
         )
-        if let scenario { beginScenario(scenario, on: condition) }
+        if let scenario { beginScenario(scenario, on: condition, appliedAt: .now()) }
         notifyTakeOver(displaced, on: condition, by: requester)
         let playing = scenario.map { "plays '\($0.entry.scenario.name)' " } ?? ""
         record(condition, from: previous, reason: "lease", requester: requester, detail: playing + "while its client runs" + (maximum.map { ", at most \($0)" } ?? ""))

@@ -22,8 +22,9 @@ import time
 
 ENDPOINTS = ["/v1/status", "/v1/profiles", "/v1/profiles/Slow%20Net", "/v1/history", "/v1/condition",
              "/v1/leases", "/v1/lease", "/v1/reload", "/v1/debug/fault", "/v1/conditions", "/v1/conditions/lo",
-             "/v1/conditions/lo/lease"]
-READABLE = ("/v1/status", "/v1/profiles", "/v1/profiles/Slow%20Net", "/v1/history", "/v1/conditions", "/v1/conditions/lo")
+             "/v1/conditions/lo/lease", "/v1/scenarios", "/v1/condition/next", "/v1/conditions/lo/next"]
+READABLE = ("/v1/status", "/v1/profiles", "/v1/profiles/Slow%20Net", "/v1/history", "/v1/conditions", "/v1/conditions/lo",
+            "/v1/scenarios")
 METHODS = ["GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS", "TRACE", "HEAD", "PROPFIND", "get", "G E T",
            "X" * 300, "GET\x00", "\x16\x03\x01", "PRI"]
 
@@ -66,6 +67,14 @@ def generate(count, rng, scrapes=False):
     cases.append(case("unauthorized off --all", request("DELETE", "/v1/conditions?force=1")))
     cases.append(case("unauthorized release on lo", request("DELETE", "/v1/conditions/lo/lease")))
     cases.append(case("unauthorized lease on lo", request("POST", "/v1/leases", body='{"profile": "Black Hole", "interface": "lo"}')))
+    # Scenarios: playing one, in a lease or not, and moving one on.
+    for body in ['{"scenario": "Subway"}', '{"scenario": "Elevator", "for": "1h"}', '{"scenario": "Subway", "profile": "Slow Net"}',
+                 '{"scenario": 5}', '{"scenario": "%s"}' % ("x" * 5000), '{"scenario": "LC Manual\u0000"}']:
+        cases.append(case("unauthorized play", request("PUT", "/v1/condition", body=body)))
+    cases.append(case("unauthorized play on lo", request("PUT", "/v1/conditions/lo", body='{"scenario": "Subway"}')))
+    cases.append(case("unauthorized scenario lease", request("POST", "/v1/leases", body='{"scenario": "Black Hole"}')))
+    cases.append(case("unauthorized next", request("POST", "/v1/condition/next")))
+    cases.append(case("unauthorized next on lo", request("POST", "/v1/conditions/lo/next", body='{"x": 1}')))
     # Peers by host name: refused before any lookup; a read of one looks nothing up either.
     cases.append(case("unauthorized activate on a host name",
                       request("PUT", "/v1/conditions/lo%40api.example.com%3A443", body='{"profile": "Black Hole"}')))

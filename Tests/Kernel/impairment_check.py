@@ -44,7 +44,9 @@ def stream(a):
     if run:
         lost_runs.append(run)
     delays = sorted(d for v in seen.values() for d in v[:1])
-    arrival = [seq for seq, _, _ in sorted(packets, key=lambda p: p[2])]
+    # The order the socket gave them, the application's: two packets stamped on two CPUs may
+    # carry stamps a few microseconds out of that order.
+    arrival = [seq for seq, _, _ in packets]
     inversions = sum(1 for i in range(1, len(arrival)) if arrival[i] < arrival[i - 1])
     out = {
         "sent": sent,
@@ -54,6 +56,10 @@ def stream(a):
         "mean_burst": round(statistics.fmean(lost_runs), 3) if lost_runs else None,
         "duplicates": duplicates,
         "corrupted": down.get("corrupted", 0),
+        # Where lost packets went: sends the kernel refused, and the longest run the sender
+        # sent back to back after being held up (a burst the emulated VM may drop on its way).
+        "send_refused": down.get("send_refused"),
+        "longest_burst": down.get("longest_burst"),
         "inversions": inversions,
         "fast": sum(1 for d in delays if d < a.fast_below) if a.fast_below is not None else None,
         "quantiles_ms": {str(q): round(quantile(delays, q), 3) for q in QUANTILES} if delays else {},

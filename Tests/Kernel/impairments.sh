@@ -51,7 +51,9 @@ server_start
 snapshot "$WORK/snap.before"
 daemon_start
 
-# measure NAME [FAST_BELOW_MS]: a stream of COUNT packets down under the condition in force.
+# measure NAME [FAST_BELOW_MS]: a stream of COUNT packets down under the condition in force
+# (fewer when the busy VM held the sender up: it does not catch up in a burst), judged against
+# the number sent.
 measure() {
     local duration
     duration=$(awk -v c="$COUNT" -v r="$RATE" 'BEGIN { printf "%.1f", c / r }')
@@ -71,18 +73,18 @@ stat_of() { json "$WORK/$1.json" "$2"; }
 log "37. lane $LANE: duplication, corruption and reordering, packet by packet"
 lc activate "LC Duplicate" >/dev/null
 measure duplicate
-check_binomial "duplicate 10%: duplicated packets" "$(stat_of duplicate .duplicates)" "$COUNT" 0.10
+check_binomial "duplicate 10%: duplicated packets" "$(stat_of duplicate .duplicates)" "$(stat_of duplicate .sent)" 0.10
 check_equal "duplicate 10%: none lost" 0 "$(stat_of duplicate .lost)"
 
 lc activate "LC Corrupt" >/dev/null
 measure corrupt
 # A flipped bit fails the UDP or IP checksum and the packet is dropped, or it arrives altered.
 affected=$(awk -v l="$(stat_of corrupt .lost)" -v c="$(stat_of corrupt .corrupted)" 'BEGIN { print l + c }')
-check_binomial "corrupt 5%: packets dropped for a bad checksum or arrived altered" "$affected" "$COUNT" 0.05
+check_binomial "corrupt 5%: packets dropped for a bad checksum or arrived altered" "$affected" "$(stat_of corrupt .sent)" 0.05
 
 lc activate "LC Reorder" >/dev/null
 measure reorder 10
-check_binomial "reorder 10%: packets sent at once, without the 20 ms delay" "$(stat_of reorder .fast)" "$COUNT" 0.10
+check_binomial "reorder 10%: packets sent at once, without the 20 ms delay" "$(stat_of reorder .fast)" "$(stat_of reorder .sent)" 0.10
 check_range "reorder 10%: they overtake the ones before (arrival inversions)" "$(stat_of reorder .inversions)" 1 "$COUNT" inversions "some"
 # Switched in place from the corrupting profile: its corruption must not stay behind.
 check_equal "reorder 10%, in place after corrupt 5%: none lost" 0 "$(stat_of reorder .lost)"

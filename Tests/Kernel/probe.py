@@ -42,6 +42,40 @@ def now():
     return time.monotonic()
 
 
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+
+
+def stamp_arrivals(s):
+    """Has the kernel stamp each datagram as it arrives (SO_TIMESTAMPNS): a receiver held up by
+    a busy machine then still reads when each packet came, not when it was read."""
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+
+
+def realtime_ahead_ns():
+    """CLOCK_REALTIME minus CLOCK_MONOTONIC, from a read of one between two of the other: the
+    tightest of three pairs, since a thread preempted between two reads would be off by as much."""
+    best = None
+    for _ in range(3):
+        before = time.monotonic_ns()
+        real = time.time_ns()
+        after = time.monotonic_ns()
+        if best is None or after - before < best[0]:
+            best = (after - before, real - (before + after) // 2)
+    return best[1]
+
+
+def recv_stamped(s, size):
+    """(data, address, arrival in CLOCK_MONOTONIC ns) from a socket `stamp_arrivals` set up.
+    The kernel's stamp is CLOCK_REALTIME; the two clocks' difference is read right after."""
+    data, ancillary, _, addr = s.recvmsg(size, socket.CMSG_SPACE(16))
+    offset = realtime_ahead_ns()
+    for level, kind, value in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= 16:
+            seconds, nanoseconds = struct.unpack("qq", value[:16])
+            return data, addr, seconds * 1_000_000_000 + nanoseconds - offset
+    return data, addr, time.monotonic_ns()
+
+
 def parse_target(spec):
     """udp:HOST:PORT, tcp:HOST:PORT, tcpconnect:HOST:PORT; IPv6 hosts in brackets."""
     kind, rest = spec.split(":", 1)
@@ -190,8 +224,7 @@ class Server:
     def udp_counter(self):
         s = self.counter
         while True:
-            data, _ = s.recvfrom(65535)
-            received = time.monotonic_ns()
+            data, _, received = recv_stamped(s, 65535)
             if len(data) >= TSEG.size and data[:4] == STAMPED:
                 _, rid, seq, sent = TSEG.unpack_from(data)
                 with self.lock:
@@ -221,16 +254,22 @@ class Server:
         dst = v4mapped((host, port))
         pad = b"\0" * pad_bytes
         gap = 1.0 / rate
-        t0 = now()
+        t0 = began = now()
         seq = 0
-        while now() - t0 < duration:
+        refused = 0
+        # The longest run sent back to back to catch up after the sender was held up.
+        burst = run = 0
+        while now() - began < duration:
             try:
                 self.counter.sendto(TSEG.pack(STAMPED, rid, seq, time.monotonic_ns()) + pad, dst)
             except OSError:
-                pass
+                refused += 1
             seq += 1
+            run = run + 1 if t0 + seq * gap <= now() else 0
+            burst = max(burst, run)
+            t0 = stream_schedule(t0, seq, gap)
             pace(t0, seq, gap)
-        return seq
+        return seq, refused, burst
 
     def control(self, c):
         with c:
@@ -249,9 +288,9 @@ class Server:
                 with self.lock:
                     rep = {"packets": list(self.stamps.get(req["id"], []))}
             elif op == "stream":
-                sent = self.stream(req["host"], req["port"], req["id"], req["rate"], req["duration"],
-                                   req.get("pad", STREAM_PAD))
-                rep = {"sent": sent}
+                sent, refused, burst = self.stream(req["host"], req["port"], req["id"], req["rate"], req["duration"],
+                                                   req.get("pad", STREAM_PAD))
+                rep = {"sent": sent, "send_refused": refused, "longest_burst": burst}
             elif op == "blast":
                 took = self.blast(req["host"], req["port"], req["id"], req["count"], req["gap"])
                 rep = {"sent": req["count"], "seconds": took}
@@ -269,6 +308,7 @@ class Server:
         spawn(self.accept_loop, SOURCE_PORT, self.source_conn)
         self.counter = dual_stack(socket.SOCK_DGRAM, COUNTER_PORT)
         big_rcvbuf(self.counter)
+        stamp_arrivals(self.counter)
         spawn(self.udp_counter)
         try:
             os.unlink(ctl_path)
@@ -301,6 +341,19 @@ def pace(t0, n, gap):
     delay = t0 + n * gap - now()
     if delay > 0:
         time.sleep(delay)
+
+
+# A stream's sender held up (a busy emulated VM) sends at most this many packets back to back to
+# catch up, then goes on from where it is: a burst of hundreds could be dropped on its way, and
+# would be counted as the link's loss.
+STREAM_CATCH_UP = 5
+
+
+def stream_schedule(t0, sent, gap):
+    """The start `pace` measures a stream's next packet from: `t0`, or later for a sender that
+    fell more than STREAM_CATCH_UP packets behind."""
+    behind = now() - (t0 + sent * gap)
+    return t0 + behind - STREAM_CATCH_UP * gap if behind > STREAM_CATCH_UP * gap else t0
 
 
 def run_id():
@@ -550,14 +603,17 @@ def stream_up(a, host, out, pad_bytes=STREAM_PAD):
     s.connect((host, COUNTER_PORT))
     pad = b"\0" * pad_bytes
     gap = 1.0 / a.rate
-    t0 = now()
+    if getattr(a, "ready", None) and a.dir == "up":
+        open(a.ready, "w").close()
+    t0 = began = now()
     seq = 0
-    while now() - t0 < a.duration:
+    while now() - began < a.duration:
         try:
             s.send(TSEG.pack(STAMPED, rid, seq, time.monotonic_ns()) + pad)
         except OSError:
             pass
         seq += 1
+        t0 = stream_schedule(t0, seq, gap)
         pace(t0, seq, gap)
     s.close()
     time.sleep(a.grace)
@@ -572,8 +628,10 @@ def stream_down(a, host, out, pad_bytes=STREAM_PAD):
     probe.close()
     s = socket.socket(family_of(host), socket.SOCK_DGRAM)
     big_rcvbuf(s)
+    stamp_arrivals(s)
     s.bind((local, 0))
     packets = []
+    late = []
     corrupted = 0
     reply = {}
     done = threading.Event()
@@ -592,19 +650,25 @@ def stream_down(a, host, out, pad_bytes=STREAM_PAD):
         if done.is_set() and deadline is None:
             deadline = now() + a.grace
         try:
-            data = s.recv(2048)
+            data, _, received = recv_stamped(s, 2048)
         except socket.timeout:
             continue
-        received = time.monotonic_ns()
         if len(data) >= TSEG.size and data[:4] == STAMPED:
             _, r, seq, sent = TSEG.unpack_from(data)
             if r == rid:
+                if not packets and getattr(a, "ready", None):
+                    open(a.ready, "w").close()
                 packets.append((seq, sent, received))
+                late.append(time.monotonic_ns() - received)
                 # The pad is zeros as sent: a bit set in it was flipped on the way.
                 if data.count(0, TSEG.size) != len(data) - TSEG.size or len(data) != TSEG.size + pad_bytes:
                     corrupted += 1
     s.close()
-    out["down"] = {"sent": reply.get("sent", 0), "packets": packets, "corrupted": corrupted}
+    # How long after arriving the packets were read: what stamping them on arrival left out.
+    late.sort()
+    out["down"] = {"sent": reply.get("sent", 0), "packets": packets, "corrupted": corrupted,
+                   "send_refused": reply.get("send_refused"), "longest_burst": reply.get("longest_burst"),
+                   "read_late_ms": {"median": round(late[len(late) // 2] / 1e6, 2), "max": round(late[-1] / 1e6, 2)} if late else None}
 
 
 def cmd_stream(a):
@@ -635,7 +699,8 @@ def summarize_oneway(result):
     VM's CLOCK_MONOTONIC, so a packet's receive time minus its send time is its one-way delay."""
     packets = result.get("packets", [])
     delays = sorted((received - sent) / 1e6 for _, sent, received in packets)
-    arrival_order = [seq for seq, _, _ in sorted(packets, key=lambda p: p[2])]
+    # The order the socket gave them (the kernel's stamps of two CPUs may differ by microseconds).
+    arrival_order = [seq for seq, _, _ in packets]
     reordered = sum(1 for i in range(1, len(arrival_order)) if arrival_order[i] < arrival_order[i - 1])
     out = {"sent": result.get("sent", 0), "received": len(delays), "reordered": reordered}
     if delays:
@@ -807,6 +872,7 @@ def main():
     sp.add_argument("--rate", type=float, default=25, help="packets per second each way")
     sp.add_argument("--duration", type=float, required=True)
     sp.add_argument("--grace", type=float, default=3.0)
+    sp.add_argument("--ready", help="file created when the first packet down arrives (when sending up starts, up alone)")
 
     sp = sub.add_parser("oneway")
     sp.add_argument("--host", required=True)

@@ -22,11 +22,16 @@ def steps(a):
     # (send time in ms, one-way delay in ms), in the order sent; the unshaped ones sent before
     # the scenario began are left out.
     samples = [(sent / 1e6, (received - sent) / 1e6) for _, sent, received in packets]
-    # Packets sent before the play request returned (`--after-ms`, the same clock) may be
-    # unshaped; every one after must meet its step.
+    # Packets sent before the play request was made (`--after-ms`, the same clock) are left out;
+    # those after it are unshaped until the first step is in force, which begins with `a.run`
+    # packets in a row at the low step's delay or more: one alone may have waited for its
+    # neighbour's address. Arrival times are the kernel's, so a packet the busy receiver read
+    # late cannot look shaped.
     first = next((i for i, (sent, _) in enumerate(samples) if sent >= a.after_ms), len(samples))
-    unshaped = first
     samples = samples[first:]
+    shaped = [delay >= a.low - a.tolerance_below for _, delay in samples]
+    unshaped = next((i for i in range(len(samples)) if all(shaped[i:i + a.run]) and i + a.run <= len(samples)), len(samples))
+    samples = samples[unshaped:]
     classes = ["high" if delay > middle else "low" for _, delay in samples]
     # A step is a run of at least `a.run` packets of one class: a shorter one is a packet held up
     # on its way (a busy VM's receiver), not a step, and joins the run around it.
@@ -50,8 +55,9 @@ def steps(a):
             starts.append(samples[index][0])
             kinds.append(kind)
     # A step's start is known to within one packet interval: the first packet sent under it.
-    # The first change is the reference; each later one should follow it by whole steps.
-    offsets = [round(t - starts[1] - (k - 1) * a.step_ms, 1) for k, t in enumerate(starts) if k >= 1]
+    # The daemon plans each step from the first one's start, whole steps apart; a step begun late
+    # does not move the ones after it.
+    offsets = [round(t - starts[0] - k * a.step_ms, 1) for k, t in enumerate(starts) if k >= 1]
     # A packet below its own step's delay would mean the change was not hitless; one between
     # the two delays, that some packet met neither step's values.
     below = sum(1 for (_, delay), kind in zip(samples, own) if delay < (a.low if kind == "low" else a.high) - a.tolerance_below)
@@ -59,8 +65,10 @@ def steps(a):
     interval = statistics.median([samples[i][0] - samples[i - 1][0] for i in range(1, len(samples))]) if len(samples) > 1 else None
     out = {
         "sent": down.get("sent", 0),
-        "received": len(samples) + unshaped,
+        "received": len(samples) + unshaped + first,
         "unshaped": unshaped,
+        "judged": len(samples),
+        "before_play": first,
         "held_up": sum(run[2] for run in runs if run[2] < a.run),
         "changes": len(starts) - 1,
         "kinds": kinds,
@@ -89,7 +97,7 @@ def main():
     sp.add_argument("--tolerance-below", type=float, default=0.5, help="ms a delay may fall short of its step's (clock reads)")
     sp.add_argument("--tolerance-above", type=float, default=15.0, help="ms a delay may exceed the low step's (scheduling)")
     sp.add_argument("--run", type=int, default=3, help="packets in a row that make a step")
-    sp.add_argument("--after-ms", type=float, default=0, help="CLOCK_MONOTONIC ms when the scenario was in force")
+    sp.add_argument("--after-ms", type=float, default=0, help="CLOCK_MONOTONIC ms when the play request was made")
     a = parser.parse_args()
     {"steps": steps}[a.cmd](a)
 

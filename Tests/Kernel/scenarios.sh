@@ -27,16 +27,20 @@ PROFILES="$WORK/profiles"
 SCENARIOS="$WORK/scenarios"
 mkdir -p "$PROFILES" "$SCENARIOS"
 cp "${LINKCOND_PROFILES:?set LINKCOND_PROFILES}"/*.yaml "$PROFILES/"
+# In force before the timed scenario, so that its first step is a change in place like the rest.
+printf 'name: LC Before Steps\ndownlink: { delay: 5ms }\n' >"$PROFILES/lc-before-steps.yaml"
 cp "$REPO"/scenarios/*.yaml "$SCENARIOS/"
 SHIPPED_SCENARIOS=$(ls "$REPO"/scenarios/*.yaml | wc -l)
 
-# Two downlink delays a packet's one-way delay tells apart, alternating every second.
+# Two downlink delays a packet's one-way delay tells apart, alternating every second: far enough
+# apart, and from the 5 ms before the play, that netem's timers running late on a busy emulated
+# VM (tens of ms) cannot mix them up.
 STEP_MS=1000
 {
     echo "name: LC Steps"
     echo "steps:"
     for i in $(seq 12); do
-        if ((i % 2)); then delay=20ms; else delay=80ms; fi
+        if ((i % 2)); then delay=50ms; else delay=250ms; fi
         printf '  - { label: "step %d", downlink: { delay: %s }, for: %dms }\n' "$i" "$delay" "$STEP_MS"
     done
 } >"$SCENARIOS/lc-steps.yaml"
@@ -87,6 +91,13 @@ moved_after() {
 }
 history_json() { timeout 30 curl -s --unix-socket "$SOCK" "http://linkcond/v1/history?limit=${1:-200}"; }
 play() { timeout 30 curl -s --unix-socket "$SOCK" -X PUT -d "{\"scenario\": \"$1\"}" http://linkcond/v1/condition >"$WORK/play.json"; }
+uptime_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
+# stream_flowing FILE: waits (up to 60 s) for a `probe.py stream --ready FILE`'s first packet.
+stream_flowing() {
+    local _
+    for _ in $(seq 600); do [[ -e $1 ]] && return 0; snooze 0.1; done
+    note "the stream did not flow within 60 s"
+}
 
 # ------------------------------------------------------------------ 32
 log "32. lane $LANE: scenarios are listed and refused like profiles; play, next and any other change"
@@ -115,27 +126,41 @@ lc off >/dev/null
 # ------------------------------------------------------------------ 33
 log "33. lane $LANE: a timed scenario's steps begin on schedule, each change hitless"
 # Packets every 5 ms down the link for the 12 steps and some; their one-way delays show when
-# each step began.
-# The play waits 8 s: beside the other lanes, the stream's own start took seconds, and the
-# steps it missed could not be seen.
-probe_cli 60 stream --dir down --host "$S4" --ctl "$CTL" --rate 200 --duration 26 --grace 1 >"$WORK/steps-stream.json" &
+# each step began. The play waits until the stream flows (beside the other lanes its start
+# took from one to over eight seconds), and a second more. A 5 ms profile is in force until
+# the play: every step, the first too, is a change in place, timed from when the kernel had it.
+lc activate "LC Before Steps" >/dev/null
+probe_cli 60 stream --dir down --host "$S4" --ctl "$CTL" --rate 200 --duration 30 --grace 1 \
+    --ready "$WORK/steps.flowing" >"$WORK/steps-stream.json" &
 stream_pid=$!
-snooze 8
+stream_flowing "$WORK/steps.flowing"
+snooze 1
+# When the play was asked for and when it had returned, on the packets' clock (the VM's uptime
+# is its monotonic clock): the packets between are unshaped until the first step is in force.
+asked_ms=$(uptime_ms)
 play "LC Steps"
-# When the play had returned, on the packets' clock (the VM's uptime is its monotonic clock).
-played_ms=$(awk '{ printf "%d", $1 * 1000 }' /proc/uptime)
+played_ms=$(uptime_ms)
 wait "$stream_pid" || true
-python3 "$CHECK" steps "$WORK/steps-stream.json" --low 20 --high 80 --step-ms "$STEP_MS" --after-ms "$played_ms" >"$WORK/steps.json" || echo '{}' >"$WORK/steps.json"
+python3 "$CHECK" steps "$WORK/steps-stream.json" --low 50 --high 250 --step-ms "$STEP_MS" --after-ms "$asked_ms" >"$WORK/steps.json" || echo '{}' >"$WORK/steps.json"
 note "steps: $(cat "$WORK/steps.json")"
+check_range "timed steps: unshaped packets after the play was asked, before its first step" "$(json "$WORK/steps.json" .unshaped)" \
+    0 $(( (played_ms - asked_ms) / 5 + 3 )) packets "those sent while the play request ran ($((played_ms - asked_ms)) ms)"
 check_equal "timed steps: changes seen by the packets" 11 "$(json "$WORK/steps.json" .changes)"
-check_max "timed steps: each step's start against its schedule (the first change + whole steps), largest offset" \
-    "$(json "$WORK/steps.json" .max_abs_offset_ms)" 60 ms "within a packet interval and a timer's latency"
+# Beside five lanes on the emulated VM, the daemon's timer and its netlink change were late by
+# 16 to 185 ms, 52 ms in the median (the benchmark, alone: under 6 ms); steps that added up
+# their delays would be seconds late by the last one.
+check_max "timed steps: each step's start against its schedule (the first step's start + whole steps), median offset" \
+    "$(json "$WORK/steps.json" .median_abs_offset_ms)" 100 ms "a timer's latency and a netlink change's"
+check_max "timed steps: each step's start against its schedule, largest offset" \
+    "$(json "$WORK/steps.json" .max_abs_offset_ms)" 300 ms "the same, once held up by the busy VM, and none adding up"
 note "timed steps: offsets $(json "$WORK/steps.json" '.offsets_ms | map(tostring) | join(", ")') ms; median |offset| $(json "$WORK/steps.json" .median_abs_offset_ms) ms"
 check_equal "timed steps: no packet lost (the steps have no loss)" "$(json "$WORK/steps.json" .sent)" "$(json "$WORK/steps.json" .received)"
 check_equal "timed steps: no packet below its step's delay" 0 "$(json "$WORK/steps.json" .below_own_step)"
 # A packet between the two delays was held up on its way (the busy VM's receiver), or met
 # neither step's values; beside the other lanes a few are held up, so at most 1%.
-check_range "timed steps: packets between the two steps' delays" "$(json "$WORK/steps.json" .between_steps)" 0 28 packets "none (held up beside other lanes: at most 1%)"
+judged=$(json "$WORK/steps.json" .judged)
+check_range "timed steps: packets between the two steps' delays" "$(json "$WORK/steps.json" .between_steps)" 0 "$(( ${judged/null/0} / 100 ))" packets \
+    "none (held up beside other lanes: at most 1%)" " of $judged"
 status_end=$(lc status --json)
 check_equal "timed steps: played out, the last step stays" "true step 12" "$(jq -r '"\(.scenario.finished) \(.scenario.stepName)"' <<<"$status_end")"
 steps_recorded=$(history_json | jq '[.entries[] | select(.reason == "scenario" and (.detail | contains("LC Steps")))] | length')
@@ -163,11 +188,13 @@ lc off >/dev/null
 # ------------------------------------------------------------------ 35
 log "35. lane $LANE: 100 steps of 150 ms under a TCP transfer and a packet stream"
 drops_before=$(timeout 20 curl -s --unix-socket "$SOCK" http://linkcond/v1/stats | jq '[.conditions[0].downlink.droppedPackets // 0] | add')
-probe_cli 60 stream --dir down --host "$S4" --ctl "$CTL" --rate 100 --duration 17 --grace 2 >"$WORK/hundred-stream.json" &
+probe_cli 60 stream --dir down --host "$S4" --ctl "$CTL" --rate 100 --duration 20 --grace 2 \
+    --ready "$WORK/hundred.flowing" >"$WORK/hundred-stream.json" &
 stream_pid=$!
-probe_cli 60 throughput --dir down --host "$S4" --ctl "$CTL" --duration 17 --skip 0 >"$WORK/hundred-tput.json" &
+probe_cli 60 throughput --dir down --host "$S4" --ctl "$CTL" --duration 20 --skip 0 >"$WORK/hundred-tput.json" &
 tput_pid=$!
-snooze 1
+stream_flowing "$WORK/hundred.flowing"
+asked_ms=$(uptime_ms)
 play "LC Hundred"
 tput_rc=0
 wait "$tput_pid" || tput_rc=$?
@@ -175,12 +202,17 @@ wait "$stream_pid" || true
 check_rc "100 steps: the TCP transfer survives all of them" "$tput_rc" 0 "completes"
 note "100 steps: the transfer carried $(json "$WORK/hundred-tput.json" .total_bytes) bytes"
 check_range "100 steps: the transfer kept moving (payload carried)" "$(json "$WORK/hundred-tput.json" .total_bytes)" 2000000 100000000 bytes \
-    "at least 2 MB in 17 s at 4 to 10 Mbit/s"
-hundred=$(python3 - "$WORK/hundred-stream.json" <<'PY'
+    "at least 2 MB in 20 s at 4 to 10 Mbit/s"
+# The packets sent once the play was asked for, from the first three in a row at the lower
+# step's delay (those before went unshaped), must all meet it.
+hundred=$(python3 - "$WORK/hundred-stream.json" "$asked_ms" <<'PY'
 import json, sys
 down = json.load(open(sys.argv[1]))["down"]
-delays = [(r - s) / 1e6 for _, s, r in down["packets"]]
-print(json.dumps({"sent": down["sent"], "received": len(delays), "min_ms": round(min(delays), 3) if delays else None}))
+delays = [(r - s) / 1e6 for _, s, r in sorted(down["packets"], key=lambda p: p[1]) if s / 1e6 >= float(sys.argv[2])]
+start = next((i for i in range(len(delays) - 2) if min(delays[i:i + 3]) >= 9.5), len(delays))
+played = delays[start:]
+print(json.dumps({"sent": down["sent"], "received": len(down["packets"]), "unshaped": start,
+                  "min_ms": round(min(played), 3) if played else None}))
 PY
 )
 note "100 steps, packet stream: $hundred"
