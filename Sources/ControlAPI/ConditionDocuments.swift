@@ -76,6 +76,8 @@ public struct StatusResponse: Codable, Sendable, Equatable {
     public var sandbox: SandboxDocument?
     /// While a scenario plays on the condition: which, its current step and what ends it.
     public var scenario: ScenarioStatusDocument?
+    /// While a trace-driven profile is in force: where its traces are.
+    public var trace: TracePlaybackDocument?
 
     public init(
         id: String? = nil, isDefault: Bool = true, interface: String, namespace: String? = nil, peer: String? = nil, ifb: String, active: Bool,

@@ -20,6 +20,8 @@ public struct DirectionDocument: Codable, Sendable, Equatable {
     public var reorderCorrelation: String?
     /// `100 packets`, `64000 B` or `50ms`.
     public var queue: String?
+    /// A trace-driven direction's trace, which gives its rate instead of `bandwidth`.
+    public var trace: TraceDocument?
 
     public init(bandwidth: String?, delay: String, jitter: String, loss: String) {
         self.bandwidth = bandwidth

@@ -32,6 +32,8 @@ final class Condition {
     var leaseRuntime: LeaseRuntime?
     /// The scenario playing on the condition, if any.
     var scenario: ScenarioRun?
+    /// The trace-driven profile in force, playing, if any.
+    var trace: TracePlayback?
     /// For the condition of a `run --isolated` sandbox: the sandbox, which ends with it.
     var sandbox: SandboxAddressing?
     /// What the sandbox's user is told of the host when it is made (a firewall that drops its traffic).

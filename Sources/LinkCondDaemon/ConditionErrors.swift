@@ -90,13 +90,3 @@ struct ScenarioStepError: Error, CustomStringConvertible {
 
     var description: String { "scenario '\(scenario)': \(detail)" }
 }
-
-/// A profile with a direction that follows a trace (`trace:`). Profiles load with their traces,
-/// but this daemon cannot yet step a class's rate window by window; shaping such a profile
-/// without its trace would look like it worked.
-public struct TraceLinksUnsupportedError: Error, Sendable, CustomStringConvertible {
-    public var profile: String
-    public var description: String {
-        "'\(profile)' follows a trace (trace:); trace-driven links are not supported by this daemon yet"
-    }
-}

@@ -48,6 +48,7 @@ extension Conditioner {
             lease: policy.lease.map { document($0, restoring: policy.baseline) }
         )
         status.scenario = scenarioDocument(condition)
+        status.trace = traceDocument(condition)
         status.addresses = condition.hostAddresses.flatMap { $0.isEmpty ? nil : $0.map(formatIPAddress) }
         if verbose {
             status.kernel = condition.convergence.kernelObjects()

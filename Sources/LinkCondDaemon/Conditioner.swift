@@ -48,6 +48,8 @@ public actor Conditioner {
     /// One tree per target, shared by the conditions on it; keyed by the whole interface's id.
     private var targets: [ConditionID: KernelConvergence]
     private var lastLeaseID: UInt64 = 0
+    /// Numbers trace playbacks, so that a timer of one that ended does nothing.
+    var traceGenerations: UInt64 = 0
     /// Set by `shutdown`: no change is taken after it.
     private(set) var stopping = false
 
@@ -293,6 +295,7 @@ public actor Conditioner {
         var failure: ShapingError?
         for condition in orderedConditions {
             endScenario(condition)
+            stopTraces(condition)
             let previous = condition.policy.effective
             let lease = condition.policy.lease
             let runtime = condition.leaseRuntime
@@ -346,6 +349,7 @@ public actor Conditioner {
             return false
         }
         endScenario(condition)
+        stopTraces(condition)
         let previous = condition.policy.effective
         let runtime = condition.leaseRuntime
         runtime?.timer?.cancel()
@@ -575,13 +579,15 @@ public actor Conditioner {
     /// Brings one target's tree to what its conditions' recovered policies want, and records
     /// for each how.
     private func recover(_ convergence: KernelConvergence, with group: [Condition]) throws(ShapingError) {
-        let whole = group.first { $0.slot == .whole }?.policy.effective?.profile
+        // Traces start again from their beginning.
+        let whole = group.first { $0.slot == .whole }?.policy.effective?.profile.paced(at: 0).profile
         let matches = group.compactMap { condition -> MatchedCondition? in
             guard case .match(let number, let match) = condition.slot, let profile = condition.policy.effective?.profile else { return nil }
-            return MatchedCondition(slot: number, match: match, profile: profile)
+            return MatchedCondition(slot: number, match: match, profile: profile.paced(at: 0).profile)
         }
         let interface = convergence.target.interface
         let outcome = try convergence.recover(whole: whole, matches: matches)
+        group.forEach(followTraces)
         if case .rebuilt(let deviations) = outcome {
             for deviation in deviations.prefix(20) {
                 logger.notice("startup: the tree on \(interface) differed: \(deviation)")
@@ -621,7 +627,14 @@ public actor Conditioner {
             return ConditionPolicy()
         }
         var lease: Lease?
-        if let stored = state.lease, let entry = try? stored.profile.entry() {
+        let leaseEntry: CatalogEntry?
+        do {
+            leaseEntry = try state.lease?.profile.entry()
+        } catch {
+            logger.error("startup: dropping the stored lease on \(id.interface): \(error)")
+            leaseEntry = nil
+        }
+        if let stored = state.lease, let entry = leaseEntry {
             if stored.clientBound {
                 logger.notice("startup: dropping the lease on '\(entry.profile.name)' held by \(stored.holder): its client's connection ended with the previous daemon")
             } else if let expires = stored.expires, expires <= Date() {
@@ -732,21 +745,17 @@ public actor Conditioner {
         _ condition: Condition, to wanted: ConditionPolicy, replacingForeign: Bool, keepingScenario: Bool = false,
         onEnd: (@Sendable (LeaseEvent) -> Void)? = nil
     ) throws -> Condition.LeaseRuntime? {
-        // Refused before anything is written or changed: the planner cannot play a trace yet,
-        // and the state file cannot store one.
-        for entry in [wanted.baseline, wanted.lease?.entry].compactMap({ $0 }) where entry.profile.isTraceDriven {
-            throw TraceLinksUnsupportedError(profile: entry.profile.name)
-        }
         let old = condition.policy
         condition.policy = wanted
         persist(condition)
         do {
-            try condition.converge(to: wanted.effective?.profile, replacingForeign: replacingForeign)
+            try condition.converge(to: pacedProfile(wanted.effective?.profile, on: condition), replacingForeign: replacingForeign)
         } catch {
             condition.policy = old
             persist(condition)
             throw error
         }
+        followTraces(condition)
         if !keepingScenario {
             endScenario(condition)
         }

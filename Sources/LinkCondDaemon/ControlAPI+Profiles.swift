@@ -25,6 +25,12 @@ extension DirectionDocument {
         reorder = given(impairments.reorder)
         reorderCorrelation = given(impairments.reorderCorrelation)
         queue = impairments.queue?.description
+        trace = conditions.trace.map {
+            TraceDocument(
+                name: $0.name, file: $0.file, mean: $0.meanCapacity.roundedToThreeDigits.description,
+                peak: $0.peakCapacity.roundedToThreeDigits.description, periodMilliseconds: $0.periodMilliseconds
+            )
+        }
     }
 }
 

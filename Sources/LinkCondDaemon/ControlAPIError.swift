@@ -103,11 +103,6 @@ extension ShapingError: ControlAPIError {
     var errorCode: String { code.rawValue }
 }
 
-extension TraceLinksUnsupportedError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .notImplemented }
-    var errorCode: String { "trace-unsupported" }
-}
-
 extension UnknownInterfaceError: ControlAPIError {
     var httpStatus: HTTPResponseStatus { .notFound }
     var errorCode: String { "unknown-interface" }

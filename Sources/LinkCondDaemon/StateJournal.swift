@@ -15,6 +15,9 @@ import Profiles
 /// file changed meanwhile.
 package struct PersistedState: Codable, Equatable {
     static let currentVersion = 2
+    /// A state with a trace-driven direction: a daemon older than traces refuses it, where it
+    /// would have read the direction as unlimited.
+    static let traceVersion = 3
 
     package struct StoredDirection: Codable, Equatable {
         var bandwidthBitsPerSecond: UInt64?
@@ -23,6 +26,10 @@ package struct PersistedState: Codable, Equatable {
         var lossScaledPercent: UInt64
         /// Absent when there are none (and in files written before there were any).
         var impairments: StoredImpairments?
+        /// A trace-driven direction's trace file, read again by a restarted daemon, and the
+        /// fingerprint of its timestamps then, which must still match.
+        var traceFile: String?
+        var traceFingerprint: UInt64?
     }
 
     /// `Impairments` in base units: percentages × 10¹⁰, bytes, packets, milliseconds.
@@ -83,10 +90,20 @@ package struct PersistedState: Codable, Equatable {
     var hostAddresses: [String]?
 }
 
+extension PersistedState {
+    /// Whether a stored direction follows a trace.
+    var hasTrace: Bool {
+        [baseline, lease?.profile].contains { profile in
+            profile.map { $0.downlink.traceFile != nil || $0.uplink.traceFile != nil } ?? false
+        }
+    }
+}
+
 /// A stored value that cannot be a profile: out of range, or from a newer daemon.
 package struct StoredProfileError: Error, CustomStringConvertible {
     var field: String
-    package var description: String { "the state file's \(field) is out of range" }
+    var reason = "is out of range"
+    package var description: String { "the state file's \(field) \(reason)" }
 }
 
 extension PersistedState.StoredDirection {
@@ -96,7 +113,9 @@ extension PersistedState.StoredDirection {
             delayMicroseconds: conditions.delay.microseconds,
             jitterMicroseconds: conditions.jitter.microseconds,
             lossScaledPercent: conditions.loss.scaledPercent,
-            impairments: conditions.impairments.isNone ? nil : PersistedState.StoredImpairments(conditions.impairments)
+            impairments: conditions.impairments.isNone ? nil : PersistedState.StoredImpairments(conditions.impairments),
+            traceFile: conditions.trace?.file,
+            traceFingerprint: conditions.trace?.fingerprint
         )
     }
 
@@ -111,11 +130,24 @@ extension PersistedState.StoredDirection {
         guard lossScaledPercent <= LossRate.total.scaledPercent else { throw StoredProfileError(field: "\(field).loss") }
         return LinkConditions(
             bandwidth: bandwidthBitsPerSecond.map(Bandwidth.init(bitsPerSecond:)),
+            trace: try trace(field: field),
             delay: Delay(microseconds: delayMicroseconds),
             jitter: Delay(microseconds: jitterMicroseconds),
             loss: LossRate(scaledPercent: lossScaledPercent),
             impairments: try impairments?.impairments(field: field) ?? Impairments()
         )
+    }
+}
+
+extension PersistedState.StoredDirection {
+    /// The trace file read again, if it still holds the trace the condition had: one that
+    /// changed, or went, is refused rather than played as something else.
+    func trace(field: String) throws(StoredProfileError) -> LinkTrace? {
+        guard let traceFile else { return nil }
+        guard bandwidthBitsPerSecond == nil, let trace = try? LinkTrace(contentsOfFile: traceFile), trace.fingerprint == traceFingerprint else {
+            throw StoredProfileError(field: "\(field).trace", reason: "names a trace file that is gone, unreadable or changed since")
+        }
+        return trace
     }
 }
 
@@ -222,12 +254,14 @@ package struct StateStore: Sendable {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         guard let state = try? decoder.decode(PersistedState.self, from: data),
-              state.version == PersistedState.currentVersion
+              [PersistedState.currentVersion, PersistedState.traceVersion].contains(state.version)
         else { return nil }
         return state
     }
 
     static func encode(_ state: PersistedState) throws -> Data {
+        var state = state
+        state.version = state.hasTrace ? PersistedState.traceVersion : PersistedState.currentVersion
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -107,7 +107,7 @@ extension LinkTrace: Hashable {
 extension Bandwidth {
     /// Rounded to three significant digits, for a summary: a trace's mean is rarely round, and
     /// `4.213457Mbit` says no more than `4.21Mbit`.
-    var roundedToThreeDigits: Bandwidth {
+    public var roundedToThreeDigits: Bandwidth {
         var unit: UInt64 = 1
         while bitsPerSecond / unit >= 1_000 { unit *= 10 }
         return Bandwidth(bitsPerSecond: (bitsPerSecond + unit / 2) / unit * unit)

@@ -3,12 +3,15 @@
 /// building a trace from an array share these rules.
 struct TraceTimestamps {
     let file: String
+    /// `LinkTrace.maximumLines`, unless a test needs fewer.
+    let maximumLines: Int
     private(set) var timestamps: [UInt32] = []
     /// Opportunities so far at the last timestamp.
     private var atLast = 0
 
-    init(file: String) {
+    init(file: String, maximumLines: Int = LinkTrace.maximumLines) {
         self.file = file
+        self.maximumLines = maximumLines
     }
 
     /// Adds the timestamp of `line` (not negative): at most a day, never below the one before,
@@ -21,10 +24,10 @@ struct TraceTimestamps {
             )
         }
         let timestamp = UInt32(milliseconds)
-        guard timestamps.count < LinkTrace.maximumLines else {
+        guard timestamps.count < maximumLines else {
             throw TraceError(
                 file: file, line: line,
-                message: "more than \(LinkTrace.maximumLines) lines; a trace holds at most \(LinkTrace.maximumLines) delivery opportunities"
+                message: "more than \(maximumLines) lines; a trace holds at most \(maximumLines) delivery opportunities"
             )
         }
         if let last = timestamps.last {

@@ -117,10 +117,7 @@ public struct Planner: Sendable {
         var classes = [htbClass(ReservedHandles.profileClass, rate: profileRate)]
         var leaves: [QdiscNode] = []
         if let dnsDelay {
-            // Both children may borrow up to the profile's rate; their guaranteed rates add up
-            // to it, so together they never exceed it.
-            let dnsRate = Bandwidth(bitsPerSecond: max(profileRate.bitsPerSecond / Self.dnsShareDivisor, 8))
-            let bulkRate = Bandwidth(bitsPerSecond: profileRate.bitsPerSecond - dnsRate.bitsPerSecond)
+            let (bulkRate, dnsRate) = Self.childRates(of: profileRate, traceDriven: conditions.trace != nil)
             classes.append(htbClass(ReservedHandles.bulkClass, parent: ReservedHandles.profileClass, rate: bulkRate, ceil: profileRate))
             classes.append(htbClass(ReservedHandles.dnsClass, parent: ReservedHandles.profileClass, rate: dnsRate, ceil: profileRate))
             leaves.append(QdiscNode(parent: ReservedHandles.bulkClass, handle: ReservedHandles.bulkLeaf, settings: .netem(bulkNetem)))
@@ -130,6 +127,19 @@ public struct Planner: Sendable {
             leaves.append(QdiscNode(parent: ReservedHandles.bulkClass, handle: ReservedHandles.bulkLeaf, settings: .netem(bulkNetem)))
         }
         return (classes, leaves)
+    }
+
+    /// The guaranteed rates of the bulk and DNS classes below a whole interface's `profileRate`.
+    ///
+    /// Both may borrow up to the profile's rate; their guaranteed rates add up to it, so together
+    /// they never exceed it, and DNS queries keep a tenth under a saturating transfer. Not for a
+    /// trace: its rate steps down to an outage's one packet over seconds, and a class that
+    /// borrowed at that rate would leave its lender owing seconds, paid back only from what the
+    /// borrower leaves unused. There nothing borrows: each child has the whole rate as its own.
+    static func childRates(of profileRate: Bandwidth, traceDriven: Bool) -> (bulk: Bandwidth, dns: Bandwidth) {
+        guard !traceDriven else { return (profileRate, profileRate) }
+        let dnsRate = Bandwidth(bitsPerSecond: max(profileRate.bitsPerSecond / Self.dnsShareDivisor, 8))
+        return (Bandwidth(bitsPerSecond: profileRate.bitsPerSecond - dnsRate.bitsPerSecond), dnsRate)
     }
 
     // MARK: Classes and leaves
@@ -173,9 +183,13 @@ public struct Planner: Sendable {
     ///
     /// A profile's own `queue` is kept exactly instead, in full-size frames: the delay line
     /// is then counted in full-size frames too, or its spare slots would queue as well.
+    ///
+    /// A trace-driven direction is sized at its trace's peak, whatever its rate now: the leaf
+    /// then stays as it is while the daemon steps the class's rate.
     static func queueLimit(_ conditions: LinkConditions, extraDelay: Delay) -> UInt32 {
-        let rate = Double((conditions.bandwidth ?? assumedLinkRate).bytesPerSecond)
-        if let queue = conditions.impairments.queue, conditions.bandwidth != nil {
+        let sizingRate = conditions.trace?.peakCapacity ?? conditions.bandwidth
+        let rate = Double((sizingRate ?? assumedLinkRate).bytesPerSecond)
+        if let queue = conditions.impairments.queue, sizingRate != nil {
             let delayLine = rate * (conditions.delay + conditions.jitter + extraDelay).seconds / Double(framePacketBytes)
             let queued: Double = switch queue {
             case .packets(let count): Double(count)
@@ -185,8 +199,8 @@ public struct Planner: Sendable {
             return UInt32(min(max((delayLine + queued).rounded(.up), 1), 1_000_000))
         }
         let delayLine = rate * (conditions.delay + conditions.jitter + extraDelay).seconds / Double(smallestFrameBytes)
-        let queue = conditions.bandwidth == nil ? 0 : rate * queueBudget.seconds / Double(framePacketBytes)
-        let floor: Double = conditions.bandwidth == nil ? 1000 : 32
+        let queue = sizingRate == nil ? 0 : rate * queueBudget.seconds / Double(framePacketBytes)
+        let floor: Double = sizingRate == nil ? 1000 : 32
         return UInt32(min(max((delayLine + queue).rounded(.up), floor), 1_000_000))
     }
 

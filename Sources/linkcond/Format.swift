@@ -19,6 +19,7 @@ enum Format {
         lines.append(profile.summary)
         if let line = traffic.flatMap(trafficLine) { lines.append(line) }
         if let scenario = status.scenario { lines.append(scenarioLine(scenario)) }
+        if let trace = status.trace { lines.append(traceLine(trace)) }
         if let sandbox { lines.append(sandbox) }
         if let lease = status.lease {
             var text = "lease held by \(lease.holder)"
@@ -54,6 +55,18 @@ enum Format {
         return directions.isEmpty ? nil : "traffic: " + directions.joined(separator: "; ")
     }
 
+
+    /// `trace: 12.3s in; down 9.6Mbit now (until 13.0s); up outage, 4kbit (until 16.5s)`: where a
+    /// trace-driven profile's traces are, counted from when they began, not wrapped at a period.
+    static func traceLine(_ trace: TracePlaybackDocument) -> String {
+        func direction(_ name: String, _ rate: TraceRateDocument?) -> String? {
+            guard let rate else { return nil }
+            let now = rate.capacity == rate.rate ? "\(rate.rate) now" : "outage, \(rate.rate)"
+            return "\(name) \(now)" + (rate.changesAtMilliseconds.map { " (until \(seconds(Double($0) / 1000)))" } ?? " (steady)")
+        }
+        let directions = [direction("down", trace.downlink), direction("up", trace.uplink)].compactMap { $0 }
+        return "trace: \(seconds(Double(trace.elapsedMilliseconds) / 1000)) in; " + directions.joined(separator: "; ")
+    }
 
     /// `scenario: Subway, step 2 of 2 (Tunnel), 3.2s in; ends after 7s (3.8s left); next: Good mobile`
     static func scenarioLine(_ scenario: ScenarioStatusDocument) -> String {

@@ -213,3 +213,33 @@ struct PlannerTests {
         #expect(Planner.burstBytes(for: .mbit(100)) == 125_000)
     }
 }
+
+@Suite("Planning a trace-driven direction")
+struct TracePlanningTests {
+    @Test("its leaf is sized at the trace's peak, whatever the rate of the moment, so that pacing changes the class alone")
+    func leafAtPeak() throws {
+        let trace = try LinkTrace(name: "two", file: "/traces/two.trace", timestamps: (1...99).map { UInt32($0) } + [200])
+        #expect(trace.peakCapacity == .mbit(12))
+        let profile = Profile(name: "Recorded", downlink: LinkConditions(trace: trace, delay: .milliseconds(40)))
+        let target = ShapingTarget(interface: "eth0")
+        let early = Planner().plan(profile.paced(at: 0).profile, on: target)
+        let late = Planner().plan(profile.paced(at: 150).profile, on: target)
+        let fixed = Planner().plan(Profile(name: "Fixed", downlink: LinkConditions(bandwidth: .mbit(12), delay: .milliseconds(40))), on: target)
+        #expect(early.downlink.leaves == late.downlink.leaves)
+        #expect(early.downlink.leaves == fixed.downlink.leaves)
+        #expect(early.downlink.classes != late.downlink.classes)
+        #expect(late.downlink.classes.first { $0.classID == ReservedHandles.profileClass }?.rate == Bandwidth(bitsPerSecond: 240_000), "one packet over the 50 ms left of the outage")
+    }
+
+    @Test("on a trace-driven uplink, neither the bulk nor the DNS class borrows: each has the trace's rate as its own")
+    func nothingBorrows() throws {
+        let trace = try LinkTrace(name: "two", file: "/traces/two.trace", timestamps: (1...99).map { UInt32($0) } + [200])
+        let profile = Profile(name: "Recorded", uplink: LinkConditions(trace: trace, delay: .milliseconds(40)), dnsDelay: .milliseconds(100))
+        let plan = Planner().plan(profile.paced(at: 150).profile, on: ShapingTarget(interface: "eth0"))
+        let classes = plan.uplink.classes.filter { [ReservedHandles.profileClass, ReservedHandles.bulkClass, ReservedHandles.dnsClass].contains($0.classID) }
+        #expect(classes.count == 3)
+        for node in classes {
+            #expect(node.rate == Bandwidth(bitsPerSecond: 240_000) && node.ceil == node.rate, "\(node)")
+        }
+    }
+}

@@ -1,0 +1,89 @@
+/// The rate a daemon gives a trace-driven direction at a moment of the trace, and how long it
+/// holds.
+///
+/// The rate follows the trace's `standardWindowMilliseconds` windows: each window's capacity is
+/// the rate while it lasts. Neighbouring windows of the same capacity are one stretch, so that
+/// the kernel is changed only when the rate does.
+///
+/// An outage (windows without a delivery opportunity) cannot be a rate of 0: htb has none, and a
+/// packet sent at a rate near 0 leaves the class owing its transmission time at that rate (up to
+/// a minute, htb's cap) once the link is back. An outage's rate is therefore one packet over the
+/// outage's remaining length: at most one packet passes, and what it owes is paid by the
+/// outage's end.
+public struct TracePace: Hashable, Sendable {
+    /// What the trace delivers in this stretch; 0 in an outage.
+    public var capacity: Bandwidth
+    /// What the link is given: the capacity, or in an outage `LinkTrace.outageRate(lasting:)`.
+    public var rate: Bandwidth
+    /// How far into the trace (looping, counted from when it began playing) the stretch ends
+    /// and the rate may change; `nil` when it never does.
+    public var endsAtMilliseconds: Int?
+
+    public init(capacity: Bandwidth, rate: Bandwidth, endsAtMilliseconds: Int?) {
+        self.capacity = capacity
+        self.rate = rate
+        self.endsAtMilliseconds = endsAtMilliseconds
+    }
+
+    public var isOutage: Bool { capacity.bitsPerSecond == 0 }
+}
+
+extension LinkTrace {
+    /// The longest stretch one pace looks ahead: a trace whose windows stay alike longer is
+    /// paced again after it, at no cost, since the rate is unchanged.
+    public static let longestStretchMilliseconds = 60_000
+    /// htb lets a class owe at most a minute of transmission time: an outage is sized as at most
+    /// that long, so that its one packet's debt is paid by the time the link comes back.
+    static let longestOutageMilliseconds = 60_000
+
+    /// The pace `elapsedMilliseconds` after the trace began playing.
+    public func pace(at elapsedMilliseconds: Int) -> TracePace {
+        precondition(elapsedMilliseconds >= 0, "a trace plays from 0")
+        let width = Self.standardWindowMilliseconds
+        let windowsPerPeriod = windowCount(widthMilliseconds: width)
+        let periodStart = elapsedMilliseconds - elapsedMilliseconds % periodMilliseconds
+        let first = (elapsedMilliseconds - periodStart) / width
+        let capacity = window(at: first, widthMilliseconds: width).capacity
+        // Walk the windows alike from the current one on, across the loop if need be.
+        var end = periodStart + window(at: first, widthMilliseconds: width).endMilliseconds
+        var walked = 1
+        while walked < windowsPerPeriod, end - elapsedMilliseconds < Self.longestStretchMilliseconds {
+            let next = window(at: first + walked, widthMilliseconds: width)
+            guard next.capacity == capacity else { break }
+            end += next.lengthMilliseconds
+            walked += 1
+        }
+        let constant = walked == windowsPerPeriod
+        let rate = capacity.bitsPerSecond == 0 ? Self.outageRate(lasting: end - elapsedMilliseconds) : capacity
+        return TracePace(capacity: capacity, rate: rate, endsAtMilliseconds: constant ? nil : end)
+    }
+
+    /// One packet over an outage of `milliseconds` (at most `longestOutageMilliseconds`): 12 000
+    /// bits in 3 s is 4 kbit/s.
+    public static func outageRate(lasting milliseconds: Int) -> Bandwidth {
+        let counted = UInt64(min(max(milliseconds, 1), longestOutageMilliseconds))
+        return Bandwidth(bitsPerSecond: (opportunityBits * 1_000 + counted - 1) / counted)
+    }
+}
+
+extension Profile {
+    /// The profile as the kernel gets it `elapsedMilliseconds` after its traces began: each
+    /// trace-driven direction with its pace's rate as its bandwidth (the trace stays, for the
+    /// queue's size); and the soonest time either direction's rate changes, `nil` for never.
+    /// A profile without a trace is itself, for good.
+    public func paced(at elapsedMilliseconds: Int) -> (profile: Profile, changesAtMilliseconds: Int?) {
+        var paced = self
+        var changes: Int?
+        func pace(_ conditions: inout LinkConditions) {
+            guard let trace = conditions.trace else { return }
+            let pace = trace.pace(at: elapsedMilliseconds)
+            conditions.bandwidth = pace.rate
+            if let end = pace.endsAtMilliseconds {
+                changes = min(changes ?? end, end)
+            }
+        }
+        pace(&paced.downlink)
+        pace(&paced.uplink)
+        return (paced, changes)
+    }
+}

@@ -1,0 +1,73 @@
+@testable import Profiles
+import Testing
+
+@Suite("Pacing a trace")
+struct TracePaceTests {
+    /// 100 ms windows of 10, 10, 0, 0 and 5 opportunities (1.2 Mbit/s, 1.2, an outage of 200 ms,
+    /// 600 kbit/s), a period of 500 ms: the opportunity written at 500 belongs to the first window.
+    static let windows = try! LinkTrace(
+        name: "windows", file: "/traces/windows.trace",
+        timestamps: (1...9).map { UInt32($0) } + (101...110).map { UInt32($0) } + (401...405).map { UInt32($0) } + [500]
+    )
+
+    @Test("windows alike are one stretch, ending where the capacity changes")
+    func stretches() {
+        #expect(Self.windows.pace(at: 0) == TracePace(capacity: .kbit(1_200), rate: .kbit(1_200), endsAtMilliseconds: 200))
+        #expect(Self.windows.pace(at: 199).endsAtMilliseconds == 200)
+        #expect(Self.windows.pace(at: 450) == TracePace(capacity: .kbit(600), rate: .kbit(600), endsAtMilliseconds: 500))
+    }
+
+    @Test("the loop goes on counting: the stretch after the period ends a period later")
+    func loops() {
+        #expect(Self.windows.pace(at: 520).endsAtMilliseconds == 700)
+        #expect(Self.windows.pace(at: 5_450).endsAtMilliseconds == 5_500)
+    }
+
+    @Test("an outage's rate is one packet over what is left of it")
+    func outage() {
+        let pace = Self.windows.pace(at: 250)
+        #expect(pace.isOutage)
+        #expect(pace.endsAtMilliseconds == 400)
+        #expect(pace.rate == Bandwidth(bitsPerSecond: 80_000))
+        #expect(Self.windows.pace(at: 200).rate == Bandwidth(bitsPerSecond: 60_000))
+    }
+
+    @Test("an outage is counted as at most a minute long, htb's cap on what a class owes")
+    func outageRates() {
+        #expect(LinkTrace.outageRate(lasting: 3_000) == Bandwidth(bitsPerSecond: 4_000))
+        #expect(LinkTrace.outageRate(lasting: 7) == Bandwidth(bitsPerSecond: 1_714_286))
+        #expect(LinkTrace.outageRate(lasting: 600_000) == Bandwidth(bitsPerSecond: 200))
+    }
+
+    @Test("a trace of one capacity never changes")
+    func constant() throws {
+        let steady = try LinkTrace(name: "steady", file: "/traces/steady.trace", timestamps: [1])
+        #expect(steady.pace(at: 12_345) == TracePace(capacity: .mbit(12), rate: .mbit(12), endsAtMilliseconds: nil))
+    }
+
+    @Test("a paced profile has its traces' rates as bandwidths, keeps its traces, and changes when the first direction does")
+    func pacedProfile() throws {
+        let steady = try LinkTrace(name: "steady", file: "/traces/steady.trace", timestamps: [1])
+        let profile = Profile(
+            name: "Recorded",
+            downlink: LinkConditions(trace: Self.windows, delay: .milliseconds(20)),
+            uplink: LinkConditions(trace: steady, delay: .milliseconds(20))
+        )
+        let (paced, changes) = profile.paced(at: 300)
+        #expect(paced.downlink.bandwidth == Bandwidth(bitsPerSecond: 120_000))
+        #expect(paced.downlink.trace == Self.windows)
+        #expect(paced.uplink.bandwidth == .mbit(12))
+        #expect(changes == 400)
+        #expect(paced.downlink.delay == .milliseconds(20))
+
+        let fixed = Profile(name: "Fixed", downlink: LinkConditions(bandwidth: .mbit(2)))
+        #expect(fixed.paced(at: 300) == (fixed, nil))
+    }
+
+    @Test("the shipped traces change rate where their schedules do", arguments: [
+        ("steps", 0, 1_000), ("ramp", 50, 100), ("outage", 3_600, 6_500),
+    ])
+    func shipped(name: String, at elapsed: Int, endsAt: Int) throws {
+        #expect(try shippedTrace(name).pace(at: elapsed).endsAtMilliseconds == endsAt)
+    }
+}
