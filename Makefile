@@ -102,6 +102,8 @@ install: $(GENERATED_STAMP)
 	install -d $(DESTDIR)$(DATADIR)/linkcond/scenarios
 	install -m644 scenarios/*.yaml $(DESTDIR)$(DATADIR)/linkcond/scenarios/
 	install -d $(DESTDIR)$(SYSCONFDIR)/linkcond/scenarios
+	install -d $(DESTDIR)$(DATADIR)/linkcond/traces
+	install -m644 traces/*.trace $(DESTDIR)$(DATADIR)/linkcond/traces/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/default/linkcondd ] || install -Dm644 systemd/linkcondd.default $(DESTDIR)$(SYSCONFDIR)/default/linkcondd
 	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/linkcondd.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service

@@ -38,6 +38,13 @@ snooze() {
     read -r -t "$1" _ <>"$fifo" || true
 }
 
+# wait_for_path FILE [SECONDS]: waits (60 s unless told) for FILE to appear, such as a
+# `probe.py stream --ready FILE`'s mark that packets flow.
+wait_for_path() {
+    local _
+    for _ in $(seq $((${2:-60} * 10))); do [[ -e $1 ]] && return 0; snooze 0.1; done
+    note "$1 did not appear within ${2:-60} s"
+}
 log() { printf '\n=== [%ds] %s\n' "$SECONDS" "$*"; }
 note() { printf '    %s\n' "$*"; }
 
@@ -162,6 +169,29 @@ probe_cli() {
     local t=$1
     shift
     cli timeout "$t" python3 "$PROBE" "$@"
+}
+
+# play_trace PROFILE SECONDS BEFORE OFFER_BPS: SECONDS of the trace-driven profile PROFILE under
+# full-size UDP frames both ways at OFFER_BPS, offered from before it begins, behind the fixed
+# profile BEFORE (so that the trace's first window is a change in place and the shaper's queue
+# is already full). Leaves $WORK/KEY.arrivals.json (probe.py udprate --arrivals) and
+# $WORK/KEY.status.json (the status right after, with the trace's start), KEY being PROFILE in
+# lower case with dashes.
+play_trace() {
+    local key flow_pid
+    key=$(tr ' ' - <<<"${1,,}")
+    lc activate "$3" >/dev/null
+    rm -f "$WORK/$key.flowing"
+    probe_cli $(($2 + 120)) udprate --dir both --host "$S4" --ctl "$CTL" --bps "$4" --offer 1 \
+        --duration $(($2 + 10)) --skip 0 --grace 2 --arrivals --ready "$WORK/$key.flowing" >"$WORK/$key.arrivals.json" &
+    flow_pid=$!
+    wait_for_path "$WORK/$key.flowing"
+    snooze 1
+    lc activate "$1" >/dev/null
+    lc status --json >"$WORK/$key.status.json"
+    note "$1: $(jq -c '.trace' "$WORK/$key.status.json")"
+    wait "$flow_pid" || true
+    lc activate "$3" >/dev/null
 }
 
 # ------------------------------------------------------------------ daemon

@@ -96,6 +96,16 @@ check_equal "after off: $IF as before" "$unshaped" "$(shaping)"
 run_capture 90 /usr/bin/linkcond scenarios --json
 check_equal "the built-in scenarios, read beside the built-in profiles" "4 scenarios, 0 skipped" \
     "$(jq -r '"\(.scenarios | length) scenarios, \(.problems | length) skipped"' <<<"$OUT" 2>/dev/null || echo "no answer: $OUT")"
+# A user's profile naming a trace the package installed, by its path.
+printf 'name: LC Commute\ndownlink: { trace: /usr/share/linkcond/traces/steps.trace, delay: 40ms }\n' >/etc/linkcond/profiles/lc-commute.yaml
+run_capture 90 /usr/bin/linkcond reload
+run_capture 90 /usr/bin/linkcond activate "LC Commute"
+check_rc "linkcond activate a profile of /etc/linkcond naming /usr/share/linkcond/traces/steps.trace" "$RC" 0 "succeeds"
+run_capture 90 /usr/bin/linkcond status
+check_contains "its status: where the trace is" "$OUT" "trace: "
+run_capture 90 /usr/bin/linkcond off
+rm -f /etc/linkcond/profiles/lc-commute.yaml
+check_equal "after off: $IF as before" "$unshaped" "$(shaping)"
 
 log "upgrade: the daemon stops, the socket restarts, the next request starts the new daemon"
 # The same package with a higher version stands in for the next build.

@@ -731,25 +731,36 @@ def cmd_oneway(a):
 # ---------------------------------------------------------------- udprate
 
 def cmd_udprate(a):
-    """Link rate of one shaped direction. Full-size UDP frames offered above the rate keep the
-    shaper's queue full, so they leave it, and arrive, exactly at the shaped rate: unlike a TCP
-    transfer, no sender stall or retransmission can pass for lost capacity."""
+    """Link rate of one shaped direction, or of both at once. Full-size UDP frames offered above
+    the rate keep the shaper's queue full, so they leave it, and arrive, exactly at the shaped
+    rate: unlike a TCP transfer, no sender stall or retransmission can pass for lost capacity.
+    `--arrivals` adds each frame's arrival (kernel stamp, CLOCK_MONOTONIC ns), for a rate that
+    changes over time (a trace)."""
     ip_header = 20 if family_of(a.host) == socket.AF_INET else 40
     pad_bytes = a.frame - 14 - ip_header - 8 - TSEG.size
     a.rate = max(2.0, a.offer * a.bps / (a.frame * 8))
+    directions = ("up", "down") if a.dir == "both" else (a.dir,)
     out = {}
-    (stream_up if a.dir == "up" else stream_down)(a, a.host, out, pad_bytes)
-    arrivals = sorted(p[2] for p in out[a.dir]["packets"])
-    window = [t for t in arrivals if t >= arrivals[0] + a.skip * 1e9]
-    link = None
-    if len(window) >= 3 and window[-1] > window[0]:
-        link = (len(window) - 1) * a.frame * 8 / ((window[-1] - window[0]) / 1e9)
-    json.dump({
-        "dir": a.dir, "host": a.host, "offered_pps": round(a.rate, 2), "sent": out[a.dir]["sent"],
-        "received": len(arrivals), "window_frames": len(window),
-        "window_s": round((window[-1] - window[0]) / 1e9, 3) if len(window) >= 2 else 0.0,
-        "link_bps": round(link, 1) if link is not None else None, "frame_bytes": a.frame,
-    }, sys.stdout)
+    threads = [spawn(stream_up if d == "up" else stream_down, a, a.host, out, pad_bytes) for d in directions]
+    for t in threads:
+        t.join()
+    result = {"dir": a.dir, "host": a.host, "offered_pps": round(a.rate, 2), "frame_bytes": a.frame}
+    for d in directions:
+        arrivals = sorted(p[2] for p in out[d]["packets"])
+        window = [t for t in arrivals if t >= arrivals[0] + a.skip * 1e9]
+        link = None
+        if len(window) >= 3 and window[-1] > window[0]:
+            link = (len(window) - 1) * a.frame * 8 / ((window[-1] - window[0]) / 1e9)
+        result[d] = {
+            "sent": out[d]["sent"], "received": len(arrivals), "window_frames": len(window),
+            "window_s": round((window[-1] - window[0]) / 1e9, 3) if len(window) >= 2 else 0.0,
+            "link_bps": round(link, 1) if link is not None else None,
+        }
+        if a.arrivals:
+            result[d]["arrivals_ns"] = arrivals
+    if a.dir != "both":
+        result.update(result.pop(a.dir))
+    json.dump(result, sys.stdout)
     print()
 
 
@@ -886,13 +897,15 @@ def main():
     sp = sub.add_parser("udprate")
     sp.add_argument("--host", required=True)
     sp.add_argument("--ctl", required=True)
-    sp.add_argument("--dir", choices=("up", "down"), required=True)
+    sp.add_argument("--dir", choices=("up", "down", "both"), required=True)
     sp.add_argument("--bps", type=float, required=True, help="the shaped rate, bit/s on the link")
     sp.add_argument("--offer", type=float, default=1.5, help="offered load, times the shaped rate")
     sp.add_argument("--duration", type=float, default=20.0, help="sending, seconds")
     sp.add_argument("--skip", type=float, default=3.0, help="start-up excluded, seconds")
     sp.add_argument("--frame", type=int, default=1514, help="link bytes per frame")
     sp.add_argument("--grace", type=float, default=2.0)
+    sp.add_argument("--arrivals", action="store_true", help="each frame's arrival, CLOCK_MONOTONIC ns")
+    sp.add_argument("--ready", help="file made once downlink frames arrive")
 
     sp = sub.add_parser("trickle")
     sp.add_argument("--host", required=True)

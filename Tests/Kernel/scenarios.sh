@@ -92,12 +92,6 @@ moved_after() {
 history_json() { timeout 30 curl -s --unix-socket "$SOCK" "http://linkcond/v1/history?limit=${1:-200}"; }
 play() { timeout 30 curl -s --unix-socket "$SOCK" -X PUT -d "{\"scenario\": \"$1\"}" http://linkcond/v1/condition >"$WORK/play.json"; }
 uptime_ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
-# stream_flowing FILE: waits (up to 60 s) for a `probe.py stream --ready FILE`'s first packet.
-stream_flowing() {
-    local _
-    for _ in $(seq 600); do [[ -e $1 ]] && return 0; snooze 0.1; done
-    note "the stream did not flow within 60 s"
-}
 
 # ------------------------------------------------------------------ 32
 log "32. lane $LANE: scenarios are listed and refused like profiles; play, next and any other change"
@@ -133,7 +127,7 @@ lc activate "LC Before Steps" >/dev/null
 probe_cli 60 stream --dir down --host "$S4" --ctl "$CTL" --rate 200 --duration 30 --grace 1 \
     --ready "$WORK/steps.flowing" >"$WORK/steps-stream.json" &
 stream_pid=$!
-stream_flowing "$WORK/steps.flowing"
+wait_for_path "$WORK/steps.flowing"
 snooze 1
 # When the play was asked for and when it had returned, on the packets' clock (the VM's uptime
 # is its monotonic clock): the packets between are unshaped until the first step is in force.
@@ -193,7 +187,7 @@ probe_cli 60 stream --dir down --host "$S4" --ctl "$CTL" --rate 100 --duration 2
 stream_pid=$!
 probe_cli 60 throughput --dir down --host "$S4" --ctl "$CTL" --duration 20 --skip 0 >"$WORK/hundred-tput.json" &
 tput_pid=$!
-stream_flowing "$WORK/hundred.flowing"
+wait_for_path "$WORK/hundred.flowing"
 asked_ms=$(uptime_ms)
 play "LC Hundred"
 tput_rc=0

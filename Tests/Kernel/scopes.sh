@@ -371,7 +371,7 @@ log "30. lane $LANE: a local server's port on lo (--to 127.0.0.1:PORT, [::1]:POR
 LOCAL_CTL=$WORK/probe-local.ctl
 ip netns exec "$NS_C" timeout 600 python3 "$PROBE" serve --ctl "$LOCAL_CTL" 2>>"$WORK/probe-local.log" &
 LOCAL_SERVER_PID=$!
-for _ in $(seq 300); do [[ -S $LOCAL_CTL ]] && break; snooze 0.1; done
+wait_for_path "$LOCAL_CTL" 30
 lo_objects() {
     { ip netns exec "$NS_C" tc qdisc show dev lo | awk '{ print $2 }'; ip -n "$NS_C" -o link show | grep -o 'lc-lo\b' || true; } | tr '\n' ' ' | sed 's/ $//'
 }
