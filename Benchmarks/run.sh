@@ -66,6 +66,16 @@ done
 for l in "${LOSSES[@]}"; do
     printf 'name: grid loss %s\ndownlink: { loss: %s }\nuplink: { loss: %s }\n' "${l%\%}" "$l" "$l" >"$PROFILES/grid-loss-${l%\%}.yaml"
 done
+# The shipped traces at a quarter of their rates (what the VM's Python senders can offer both
+# ways at once), each in both directions of a profile, and the fixed profile before each.
+TRACE_NAMES=(steps ramp outage walk)
+"$REPO/scripts/make-traces" --divide 4 "$PROFILES" >/dev/null
+for t in "${TRACE_NAMES[@]}"; do
+    printf 'name: bench trace %s\ndownlink: { trace: %s.trace, delay: 10ms }\nuplink: { trace: %s.trace, delay: 10ms }\n' "$t" "$t" "$t" \
+        >"$PROFILES/bench-trace-$t.yaml"
+done
+printf 'name: bench before trace\ndownlink: { bandwidth: 3mbit, delay: 10ms }\nuplink: { bandwidth: 3mbit, delay: 10ms }\n' \
+    >"$PROFILES/bench-before-trace.yaml"
 
 {
     echo "{"
@@ -98,8 +108,8 @@ idle_minute() {
 # conditions (many at once, one per interface), matches (many peers of one interface),
 # sandboxes (many run --isolated sandboxes), metrics (scrapes on the real kernel, memory and idle
 # with counters read and the metrics listener open), scenario (a timed scenario played under a TCP
-# download and a UDP stream), fidelity.
-PARTS=" ${LC_BENCH_PARTS:-switching hitless conditions matches sandboxes metrics scenario fidelity} "
+# download and a UDP stream), traces (trace-driven links against their traces), fidelity.
+PARTS=" ${LC_BENCH_PARTS:-switching hitless conditions matches sandboxes metrics scenario traces fidelity} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 # The daemon counts its netlink requests with fault injection on (never armed here).
 executed_steps() { curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r .executedSteps; }
@@ -458,6 +468,28 @@ jq -n --arg name "$TIMELINE_NAME" --rawfile yaml "$SCENARIOS/lc-bench-timeline.y
       history: [($history[0].entries // [])[] | select(.reason == "play" or ((.reason // "") | startswith("scenario")))]}' >"$OUT/scenario.json"
 jq -c '{scenario, streamSent: .stream.result.down.sent, streamReceived: (.stream.result.down.packets | length),
         downloadBytes: .download.result.total_bytes, history: (.history | length)}' "$OUT/scenario.json"
+fi
+
+# --------------------------------------------------------------- trace-driven links
+if part traces; then
+log "traces: each shipped trace both ways at once, at a quarter of its rates, under full-size frames offered above its peak"
+# Two periods of each, and one of the minute-long walk: 1 s and 100 ms windows against the trace.
+declare -A TRACE_SECONDS=([steps]=10 [ramp]=36 [outage]=20 [walk]=60)
+: >"$WORK/traces.jsonl"
+for t in "${TRACE_NAMES[@]}"; do
+    play_trace "bench trace $t" "${TRACE_SECONDS[$t]}" "bench before trace" 3900000
+    start=$(jq -r '.trace.monotonicStartMilliseconds' "$WORK/bench-trace-$t.status.json")
+    for dir in down up; do
+        python3 "$REPO/Tests/Kernel/trace_check.py" "$PROFILES/$t.trace" "$WORK/bench-trace-$t.arrivals.json" "$dir" "$start" \
+            --until-s "${TRACE_SECONDS[$t]}" >"$WORK/trace-$t-$dir.json" 2>/dev/null || echo null >"$WORK/trace-$t-$dir.json"
+        jq -c --arg trace "$t" --arg dir "$dir" --argjson seconds "${TRACE_SECONDS[$t]}" \
+            '{trace: $trace, direction: $dir, seconds: $seconds, divisor: 4, result: .}' "$WORK/trace-$t-$dir.json" >>"$WORK/traces.jsonl"
+        jq -c --arg trace "$t" '{trace: $trace, direction, judged, largest_error, mean_error, most_frames_in_an_outage, fine_error_quantiles}' \
+            "$WORK/trace-$t-$dir.json"
+    done
+done
+jq -s . "$WORK/traces.jsonl" >"$OUT/traces.json"
+put_condition off
 fi
 
 part fidelity || { daemon_stop TERM; log "done: results in $OUT"; exit 0; }

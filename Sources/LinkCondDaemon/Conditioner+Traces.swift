@@ -38,8 +38,10 @@ extension Conditioner {
 
     private func scheduleTraceChange(_ condition: Condition, after dueMilliseconds: Int?) {
         guard let playback = condition.trace, let dueMilliseconds else { return }
-        let ticket = TraceTicket(condition: condition.id, generation: playback.generation, dueMilliseconds: dueMilliseconds)
-        condition.trace?.timer = eventLoop.scheduleTask(deadline: playback.due(dueMilliseconds) - playback.lead) {
+        let endsOutage = playback.profile.endsOutage(at: dueMilliseconds)
+        let ticket = TraceTicket(condition: condition.id, generation: playback.generation, dueMilliseconds: dueMilliseconds, endsOutage: endsOutage)
+        let early = playback.lead + (endsOutage ? TracePlayback.outageExitLead : .zero)
+        condition.trace?.timer = eventLoop.scheduleTask(deadline: playback.due(dueMilliseconds) - early) {
             Task { await self.changeTraceRate(ticket) }
         }
     }
@@ -56,7 +58,9 @@ extension Conditioner {
         do {
             try condition.converge(to: paced, replacingForeign: false)
             condition.trace?.appliedMilliseconds = elapsed
-            condition.trace?.learnLead(changedAt: .now(), due: ticket.dueMilliseconds)
+            if !ticket.endsOutage {
+                condition.trace?.learnLead(changedAt: .now(), due: ticket.dueMilliseconds)
+            }
             if playback.failing {
                 condition.trace?.failing = false
                 logger.notice("the trace of '\(playback.profile.name)' on \(condition.id) plays again, \(elapsed) ms into it")

@@ -26,6 +26,10 @@ struct TracePlayback {
 
     /// The most lead there is.
     static let longestLead = TimeAmount.milliseconds(50)
+    /// How much earlier still an outage's end is changed. Its first packet owes until the
+    /// outage's end: a rate changed a little early is not used until then, where one changed a
+    /// little late lets another packet through at the outage's rate, which owes a window more.
+    static let outageExitLead = TimeAmount.milliseconds(30)
     /// The most the lead grows by in one change: one change held up once is not the rule.
     static let leadGrowth = TimeAmount.milliseconds(5)
 
@@ -55,4 +59,6 @@ struct TraceTicket: Sendable {
     var generation: UInt64
     /// Where in the trace the change is due: a timer that fires a little early still makes it.
     var dueMilliseconds: Int
+    /// The change ends an outage, and is made `TracePlayback.outageExitLead` early.
+    var endsOutage: Bool
 }

@@ -8,15 +8,15 @@
 /// An outage (windows without a delivery opportunity) cannot be a rate of 0: htb has none, and a
 /// packet sent at a rate near 0 leaves the class owing its transmission time at that rate (up to
 /// a minute, htb's cap) once the link is back. An outage's rate is therefore one packet over the
-/// outage's remaining length: at most one packet passes, and what it owes is paid by the
-/// outage's end.
+/// outage's remaining length, paced again at every window of it: the first packet through owes
+/// until the outage's end, and one that slips through as it ends owes at most one window.
 public struct TracePace: Hashable, Sendable {
     /// What the trace delivers in this stretch; 0 in an outage.
     public var capacity: Bandwidth
     /// What the link is given: the capacity, or in an outage `LinkTrace.outageRate(lasting:)`.
     public var rate: Bandwidth
     /// How far into the trace (looping, counted from when it began playing) the stretch ends
-    /// and the rate may change; `nil` when it never does.
+    /// and the rate may change; `nil` when it never does. In an outage, the window's end.
     public var endsAtMilliseconds: Int?
 
     public init(capacity: Bandwidth, rate: Bandwidth, endsAtMilliseconds: Int?) {
@@ -54,8 +54,11 @@ extension LinkTrace {
             walked += 1
         }
         let constant = walked == windowsPerPeriod
-        let rate = capacity.bitsPerSecond == 0 ? Self.outageRate(lasting: end - elapsedMilliseconds) : capacity
-        return TracePace(capacity: capacity, rate: rate, endsAtMilliseconds: constant ? nil : end)
+        guard capacity.bitsPerSecond == 0 else {
+            return TracePace(capacity: capacity, rate: capacity, endsAtMilliseconds: constant ? nil : end)
+        }
+        let windowEnd = periodStart + window(at: first, widthMilliseconds: width).endMilliseconds
+        return TracePace(capacity: capacity, rate: Self.outageRate(lasting: end - elapsedMilliseconds), endsAtMilliseconds: min(end, windowEnd))
     }
 
     /// One packet over an outage of `milliseconds` (at most `longestOutageMilliseconds`): 12 000
@@ -85,5 +88,14 @@ extension Profile {
         pace(&paced.downlink)
         pace(&paced.uplink)
         return (paced, changes)
+    }
+
+    /// Whether an outage of a direction ends at `milliseconds` into the traces.
+    public func endsOutage(at milliseconds: Int) -> Bool {
+        guard milliseconds > 0 else { return false }
+        return [downlink.trace, uplink.trace].contains { trace in
+            guard let trace else { return false }
+            return trace.pace(at: milliseconds - 1).isOutage && !trace.pace(at: milliseconds).isOutage
+        }
     }
 }

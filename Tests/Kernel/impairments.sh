@@ -78,9 +78,13 @@ check_equal "duplicate 10%: none lost" 0 "$(stat_of duplicate .lost)"
 
 lc activate "LC Corrupt" >/dev/null
 measure corrupt
-# A flipped bit fails the UDP or IP checksum and the packet is dropped, or it arrives altered.
+# A flipped bit fails the UDP or IP checksum and the packet is dropped, or it arrives altered;
+# On the IFB, netem flips a bit anywhere in the frame from its Ethernet header on (the redirect
+# put the header back), and the stack read that header before the redirect: a flip there (14 of
+# the 98 bytes of a stream packet's frame) changes nothing anyone checks.
 affected=$(awk -v l="$(stat_of corrupt .lost)" -v c="$(stat_of corrupt .corrupted)" 'BEGIN { print l + c }')
-check_binomial "corrupt 5%: packets dropped for a bad checksum or arrived altered" "$affected" "$(stat_of corrupt .sent)" 0.05
+check_binomial "corrupt 5%: packets dropped for a bad checksum or arrived altered (a flip beyond the Ethernet header)" "$affected" \
+    "$(stat_of corrupt .sent)" "$(awk 'BEGIN { print 0.05 * 84 / 98 }')"
 
 lc activate "LC Reorder" >/dev/null
 measure reorder 10

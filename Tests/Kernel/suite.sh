@@ -927,28 +927,24 @@ log "32-40. scenarios (Tests/Kernel/scenarios.sh in lane 8) and impairments (imp
 start_lane 8
 start_lane 9
 
-log "32-40. the scenario and impairment lanes' results"
-for lane in 8 9; do
+log "21-30, 32-40. the condition, scenario and impairment lanes' results"
+for lane in 3 5 6 8 9; do
     lane_rc=0
     wait "${LANE_PIDS[$lane]}" || lane_rc=$?
     merge_lane "$lane" "${CONDITION_LANES[$lane]}" "$lane_rc"
 done
-# Trace-driven links (lane 10, sections 41-42) measure throughput window by window against a
-# schedule the daemon's timers keep: beside lanes 8 and 9 too, seven lanes on the emulated VM's
-# two CPUs held those timers up by half a second, and its senders slowed lane 8's (2026-11-26).
-# It starts once they are done, beside what is left of the condition lanes.
-log "41-42. trace-driven links (Tests/Kernel/traces.sh in lane 10), beside the lanes still running"
+# Trace-driven links (lane 10, sections 41-42) offer a few hundred full-size frames a second each
+# way and measure what arrives against a schedule the daemon's timers keep. Beside the lanes
+# above, seven lanes on the emulated VM's two CPUs held those timers and senders up by seconds,
+# and its load moved the round trips that lane 3 measures (2026-11-26): it starts once they are
+# done, beside the API's lane if that still runs, whose checks take no time.
+log "41-42. trace-driven links (Tests/Kernel/traces.sh in lane 10), once the timed lanes are done"
 start_lane 10
-
-log "21-30, 41-42. the condition and trace lanes' results"
-for lane in 3 5 6 10; do
+for lane in 10 7; do
     lane_rc=0
     wait "${LANE_PIDS[$lane]}" || lane_rc=$?
-    merge_lane "$lane" "${CONDITION_LANES[$lane]}" "$lane_rc"
+    merge_lane "$lane" "${CONDITION_LANES[$lane]:-openapi.sh}" "$lane_rc"
 done
-lane_rc=0
-wait "${LANE_PIDS[7]}" || lane_rc=$?
-merge_lane 7 openapi.sh "$lane_rc"
 
 # ------------------------------------------------------------------ summary
 rc=0

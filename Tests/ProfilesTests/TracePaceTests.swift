@@ -23,13 +23,25 @@ struct TracePaceTests {
         #expect(Self.windows.pace(at: 5_450).endsAtMilliseconds == 5_500)
     }
 
-    @Test("an outage's rate is one packet over what is left of it")
+    @Test("an outage's rate is one packet over what is left of it, paced again at each of its windows")
     func outage() {
         let pace = Self.windows.pace(at: 250)
         #expect(pace.isOutage)
-        #expect(pace.endsAtMilliseconds == 400)
+        #expect(pace.endsAtMilliseconds == 300)
         #expect(pace.rate == Bandwidth(bitsPerSecond: 80_000))
         #expect(Self.windows.pace(at: 200).rate == Bandwidth(bitsPerSecond: 60_000))
+        #expect(Self.windows.pace(at: 300) == TracePace(capacity: Bandwidth(bitsPerSecond: 0), rate: Bandwidth(bitsPerSecond: 120_000), endsAtMilliseconds: 400))
+    }
+
+    @Test("a profile knows where an outage of a direction ends")
+    func outageEnds() {
+        let profile = Profile(name: "Recorded", uplink: LinkConditions(trace: Self.windows))
+        #expect(profile.endsOutage(at: 400))
+        #expect(profile.endsOutage(at: 900))
+        #expect(!profile.endsOutage(at: 200))
+        #expect(!profile.endsOutage(at: 300))
+        #expect(!profile.endsOutage(at: 0))
+        #expect(!Profile(name: "Fixed", uplink: LinkConditions(bandwidth: .mbit(1))).endsOutage(at: 400))
     }
 
     @Test("an outage is counted as at most a minute long, htb's cap on what a class owes")
@@ -58,6 +70,7 @@ struct TracePaceTests {
         #expect(paced.downlink.trace == Self.windows)
         #expect(paced.uplink.bandwidth == .mbit(12))
         #expect(changes == 400)
+        #expect(profile.paced(at: 250).changesAtMilliseconds == 300, "an outage's windows each change its rate")
         #expect(paced.downlink.delay == .milliseconds(20))
 
         let fixed = Profile(name: "Fixed", downlink: LinkConditions(bandwidth: .mbit(2)))
@@ -65,7 +78,7 @@ struct TracePaceTests {
     }
 
     @Test("the shipped traces change rate where their schedules do", arguments: [
-        ("steps", 0, 1_000), ("ramp", 50, 100), ("outage", 3_600, 6_500),
+        ("steps", 0, 1_000), ("ramp", 50, 100), ("outage", 3_600, 3_700), ("outage", 6_450, 6_500), ("outage", 6_500, 13_500),
     ])
     func shipped(name: String, at elapsed: Int, endsAt: Int) throws {
         #expect(try shippedTrace(name).pace(at: elapsed).endsAtMilliseconds == endsAt)
