@@ -69,13 +69,10 @@ done
 # The shipped traces at a quarter of their rates (what the VM's Python senders can offer both
 # ways at once), each in both directions of a profile, and the fixed profile before each.
 TRACE_NAMES=(steps ramp outage walk)
-"$REPO/scripts/make-traces" --divide 4 "$PROFILES" >/dev/null
+trace_profiles "bench before trace"
 for t in "${TRACE_NAMES[@]}"; do
-    printf 'name: bench trace %s\ndownlink: { trace: %s.trace, delay: 10ms }\nuplink: { trace: %s.trace, delay: 10ms }\n' "$t" "$t" "$t" \
-        >"$PROFILES/bench-trace-$t.yaml"
+    trace_profile "bench trace $t" "$t" "$t"
 done
-printf 'name: bench before trace\ndownlink: { bandwidth: 3mbit, delay: 10ms }\nuplink: { bandwidth: 3mbit, delay: 10ms }\n' \
-    >"$PROFILES/bench-before-trace.yaml"
 
 {
     echo "{"

@@ -17,21 +17,8 @@ COUNT=3000
 RATE=500
 Z=4
 
-rm -rf "$WORK"
-mkdir -p "$WORK"
-: >"$RESULTS"
-cleanup() {
-    set +e
-    daemon_stop TERM
-    server_stop
-    topo_down
-}
-trap cleanup EXIT
-
-PROFILES="$WORK/profiles"
-mkdir -p "$PROFILES"
-cp "${LINKCOND_PROFILES:?set LINKCOND_PROFILES}"/*.yaml "$PROFILES/"
-profile() { printf 'name: %s\ndownlink: { %s }\n' "$1" "$2" >"$PROFILES/$(tr ' ' - <<<"${1,,}").yaml"; }
+lane_begin
+profile() { write_profile "$1" "downlink: { $2 }"; }
 profile "LC Plain" "delay: 20ms"
 profile "LC Duplicate" "delay: 20ms, duplicate: 10%"
 profile "LC Corrupt" "delay: 20ms, corrupt: 5%"
@@ -151,18 +138,27 @@ check_contains "correlations: and the delay correlation" "$netem_line" "10ms 25%
 
 # ------------------------------------------------------------------ 40
 log "40. lane $LANE: a queue's size: the delay under a saturating flood, and drops beyond it"
-# Frames of about 1 450 bytes at 500 a second, 5.8 Mbit/s into 4 Mbit/s: the queue fills and
-# stays full, so each frame waits the queue's time on top of the 10 ms delay, and a third is
-# dropped. (A TCP transfer would keep it full only between its losses.)
+# Frames of 1 466 bytes on the wire (1 400 of pad, the stamp, UDP, IPv4, Ethernet) at 600 a
+# second, 7 Mbit/s into 4 Mbit/s: the queue fills and stays full, so each frame waits the queue's
+# time on top of the 10 ms delay, and what the link cannot carry is dropped. (A TCP transfer would
+# keep it full only between its losses.) Beside other lanes the sender falls behind its schedule
+# (414 frames a second once, in CI), so what gets through is judged against the link's capacity
+# and the drops against what was actually offered.
+FRAME_BITS=$((1466 * 8)) FLOOD_SECONDS=8
 for ms in 50 200; do
     lc activate "LC Queue $ms" >/dev/null
-    probe_cli 60 oneway --dir down --host "$S4" --ctl "$CTL" --rate 500 --duration 8 --pad 1400 >"$WORK/queue$ms.json" || echo '{}' >"$WORK/queue$ms.json"
+    probe_cli 60 oneway --dir down --host "$S4" --ctl "$CTL" --rate 600 --duration "$FLOOD_SECONDS" --pad 1400 >"$WORK/queue$ms.json" || echo '{}' >"$WORK/queue$ms.json"
     note "queue ${ms}ms: $(jq -c '.down | {sent, received, median_ms, min_ms, max_ms}' "$WORK/queue$ms.json" 2>/dev/null)"
     check_range "queue ${ms}ms behind 4 Mbit/s: one-way delay under saturation (median)" "$(json "$WORK/queue$ms.json" .down.median_ms)" \
         "$(awk -v q="$ms" 'BEGIN { print 10 + 0.8 * q }')" "$(awk -v q="$ms" 'BEGIN { print 10 + 1.2 * q + 5 }')" ms "about $((10 + ms)) ms"
-    check_range "queue ${ms}ms: drops beyond it (share of the flood lost; 4 of 5.8 Mbit/s get through)" \
-        "$(awk -v s="$(json "$WORK/queue$ms.json" .down.sent)" -v r="$(json "$WORK/queue$ms.json" .down.received)" 'BEGIN { if (s > 0) printf "%.1f", 100 * (s - r) / s; else print "null" }')" \
-        20 40 % "about 31%"
+    sent=$(json "$WORK/queue$ms.json" .down.sent) received=$(json "$WORK/queue$ms.json" .down.received)
+    # The link's frames over the flood, and the full queue's draining after it.
+    capacity=$(awk -v b="$FRAME_BITS" -v s="$FLOOD_SECONDS" -v q="$ms" 'BEGIN { printf "%d", 4e6 * (s + q / 1000) / b }')
+    check_range "queue ${ms}ms: the flood offered beyond the link (its senders' rate)" \
+        "$(awk -v n="$sent" -v b="$FRAME_BITS" -v s="$FLOOD_SECONDS" 'BEGIN { printf "%.2f", n * b / s / 1e6 }')" 4.6 7.1 Mbit/s "7 Mbit/s, at least 4.6"
+    check_range "queue ${ms}ms: drops beyond it (what got through: 4 Mbit/s for ${FLOOD_SECONDS} s, and the queue's drain)" "$received" \
+        "$(awk -v c="$capacity" 'BEGIN { printf "%d", 0.92 * c }')" "$(awk -v c="$capacity" 'BEGIN { printf "%d", 1.03 * c }')" frames "$capacity" \
+        "$(awk -v s="$sent" -v r="$received" 'BEGIN { if (s > 0) printf " of %d offered, %.1f%% dropped", s, 100 * (s - r) / s }')"
 done
 lc off >/dev/null
 

@@ -171,6 +171,46 @@ probe_cli() {
     cli timeout "$t" python3 "$PROBE" "$@"
 }
 
+# lane_begin: a lane's own start: an empty work directory and results file, its topology,
+# server and daemon stopped however it ends, and PROFILES a copy of LINKCOND_PROFILES that the
+# lane writes its own profiles into.
+lane_begin() {
+    rm -rf "$WORK"
+    mkdir -p "$WORK"
+    : >"$RESULTS"
+    trap lane_end EXIT
+    PROFILES="$WORK/profiles"
+    mkdir -p "$PROFILES"
+    cp "${LINKCOND_PROFILES:?set LINKCOND_PROFILES}"/*.yaml "$PROFILES/"
+}
+lane_end() {
+    set +e
+    daemon_stop TERM
+    server_stop
+    topo_down
+}
+
+# write_profile NAME BODY: the profile NAME (its other lines BODY) in PROFILES, in a file named
+# after it in lower case with dashes, as play_trace's KEY is.
+write_profile() {
+    printf 'name: %s\n%s\n' "$1" "$2" >"$PROFILES/$(tr ' ' - <<<"${1,,}").yaml"
+}
+
+# trace_profiles BEFORE: the shipped traces in PROFILES at a quarter of their rates (what the
+# emulated VM's Python senders can offer both ways at once: at most 8 Mbit/s and 700 frames a
+# second were offered, 2026-11-26), and BEFORE, the fixed profile at their 3 Mbit/s peak that
+# play_trace holds before each.
+trace_profiles() {
+    "$REPO/scripts/make-traces" --divide 4 "$PROFILES" >/dev/null
+    write_profile "$1" $'downlink: { bandwidth: 3mbit, delay: 10ms }\nuplink: { bandwidth: 3mbit, delay: 10ms }'
+}
+
+# trace_profile NAME DOWN UP: a profile playing the trace DOWN on the downlink and UP on the
+# uplink, each behind a 10 ms delay.
+trace_profile() {
+    write_profile "$1" "downlink: { trace: $2.trace, delay: 10ms }"$'\n'"uplink: { trace: $3.trace, delay: 10ms }"
+}
+
 # play_trace PROFILE SECONDS BEFORE OFFER_BPS: SECONDS of the trace-driven profile PROFILE under
 # full-size UDP frames both ways at OFFER_BPS, offered from before it begins, behind the fixed
 # profile BEFORE (so that the trace's first window is a change in place and the shaper's queue

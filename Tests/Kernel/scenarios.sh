@@ -11,24 +11,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 BIN=${LINKCOND_BIN:?set LINKCOND_BIN}
 CHECK="$KDIR/scenario_check.py"
 
-rm -rf "$WORK"
-mkdir -p "$WORK"
-: >"$RESULTS"
-cleanup() {
-    set +e
-    daemon_stop TERM
-    server_stop
-    topo_down
-}
-trap cleanup EXIT
-
+lane_begin
 # The daemon reads scenarios from the directory beside its profiles.
-PROFILES="$WORK/profiles"
 SCENARIOS="$WORK/scenarios"
-mkdir -p "$PROFILES" "$SCENARIOS"
-cp "${LINKCOND_PROFILES:?set LINKCOND_PROFILES}"/*.yaml "$PROFILES/"
+mkdir -p "$SCENARIOS"
 # In force before the timed scenario, so that its first step is a change in place like the rest.
-printf 'name: LC Before Steps\ndownlink: { delay: 5ms }\n' >"$PROFILES/lc-before-steps.yaml"
+write_profile "LC Before Steps" "downlink: { delay: 5ms }"
 cp "$REPO"/scenarios/*.yaml "$SCENARIOS/"
 SHIPPED_SCENARIOS=$(ls "$REPO"/scenarios/*.yaml | wc -l)
 

@@ -17,30 +17,10 @@ OFFER_BPS=3900000
 # A window may differ from the trace's capacity by this much (1 s windows).
 TOLERANCE=0.10
 
-rm -rf "$WORK"
-mkdir -p "$WORK"
-: >"$RESULTS"
-cleanup() {
-    set +e
-    daemon_stop TERM
-    server_stop
-    topo_down
-}
-trap cleanup EXIT
-
-PROFILES="$WORK/profiles"
-mkdir -p "$PROFILES"
-cp "${LINKCOND_PROFILES:?set LINKCOND_PROFILES}"/*.yaml "$PROFILES/"
-"$REPO/scripts/make-traces" --divide 4 "$PROFILES" >/dev/null
+lane_begin
 # In force before each trace, at the traces' peak: the trace's first window is then a change in
 # place, as every later one is, and the flow is already queued behind the shaper.
-printf 'name: LC Before Trace\ndownlink: { bandwidth: 3mbit, delay: 10ms }\nuplink: { bandwidth: 3mbit, delay: 10ms }\n' \
-    >"$PROFILES/lc-before-trace.yaml"
-# trace_profile NAME DOWN UP: a profile with the trace DOWN on the downlink and UP on the uplink.
-trace_profile() {
-    printf 'name: %s\ndownlink: { trace: %s.trace, delay: 10ms }\nuplink: { trace: %s.trace, delay: 10ms }\n' "$1" "$2" "$3" \
-        >"$PROFILES/$(tr ' ' - <<<"${1,,}").yaml"
-}
+trace_profiles "LC Before Trace"
 trace_profile "LC Trace A" steps outage
 trace_profile "LC Trace B" ramp steps
 trace_profile "LC Trace C" outage ramp
