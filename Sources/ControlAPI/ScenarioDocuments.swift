@@ -55,11 +55,15 @@ public struct ScenarioStatusDocument: Codable, Sendable, Equatable {
     public var next: String?
     /// The last step has played; its profile stays in force until changed.
     public var finished: Bool
+    /// The time spent in each step that has played since the scenario began, the current one's
+    /// so far included, in the list's order: what `linkcond run --scenario` sums up at the end.
+    /// (`nil` only from a daemon older than it.)
+    public var timeInSteps: [StepTimeDocument]?
 
     public init(
         name: String, file: String, seed: UInt64, step: Int, steps: Int, stepName: String, round: Int, stepSince: String,
         secondsInStep: Double, endsBy: String, secondsLeft: Double? = nil, trigger: TriggerProgressDocument? = nil,
-        next: String? = nil, finished: Bool = false
+        next: String? = nil, finished: Bool = false, timeInSteps: [StepTimeDocument]? = nil
     ) {
         self.name = name
         self.file = file
@@ -75,6 +79,22 @@ public struct ScenarioStatusDocument: Codable, Sendable, Equatable {
         self.trigger = trigger
         self.next = next
         self.finished = finished
+        self.timeInSteps = timeInSteps
+    }
+}
+
+/// How long one step of a scenario has been in force, over every round it played in.
+public struct StepTimeDocument: Codable, Sendable, Equatable {
+    /// 1-based position in the scenario's list, as `step` counts.
+    public var step: Int
+    /// The step's label, or its profile's name.
+    public var name: String
+    public var seconds: Double
+
+    public init(step: Int, name: String, seconds: Double) {
+        self.step = step
+        self.name = name
+        self.seconds = seconds
     }
 }
 

@@ -121,9 +121,8 @@ extension Conditioner {
             endScenario(condition)
             throw error
         }
-        run.play = play
+        run.begin(play, at: Date())
         run.generation += 1
-        run.stepSince = Date()
         run.plannedStart = onSchedule ? (plannedEnd ?? .now()) : .now()
         run.triggerBase = nil
         run.triggerProgress = 0
@@ -222,12 +221,16 @@ extension Conditioner {
 
     func scenarioDocument(_ condition: Condition) -> ScenarioStatusDocument? {
         guard let run = condition.scenario else { return nil }
-        let inStep = Date().timeIntervalSince(run.stepSince)
+        let now = Date()
+        let toTheMillisecond = { (seconds: Double) in (seconds * 1000).rounded() / 1000 }
         var document = ScenarioStatusDocument(
             name: run.scenario.name, file: run.entry.file, seed: run.schedule.seed, step: run.play.index + 1,
             steps: run.scenario.steps.count, stepName: run.step.displayName, round: run.play.round,
-            stepSince: run.stepSince.formatted(.iso8601), secondsInStep: (inStep * 1000).rounded() / 1000,
-            endsBy: run.endsBy, finished: run.finished
+            stepSince: run.stepSince.formatted(.iso8601), secondsInStep: toTheMillisecond(now.timeIntervalSince(run.stepSince)),
+            endsBy: run.endsBy, finished: run.finished,
+            timeInSteps: run.timeInSteps(now: now).map {
+                StepTimeDocument(step: $0.index + 1, name: run.scenario.steps[$0.index].displayName, seconds: toTheMillisecond($0.seconds))
+            }
         )
         if !run.finished, let end = run.plannedEnd {
             document.secondsLeft = max(0, Double((end - .now()).nanoseconds) / 1e9)

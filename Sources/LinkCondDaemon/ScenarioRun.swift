@@ -23,6 +23,8 @@ struct ScenarioRun {
     var drives: Drives
     /// When the step began, for people; `plannedStart` is when it should have, for the clock.
     var stepSince: Date
+    /// Seconds each step (by its index) was in force before the current step began.
+    var secondsInEarlierSteps: [Int: Double] = [:]
     /// A timed step's end is reckoned from here, so that late starts do not add up over a
     /// long scenario: a step after a timed one is planned to start when that one was planned to end.
     var plannedStart: NIODeadline
@@ -44,6 +46,20 @@ struct ScenarioRun {
     /// When a timed step ends.
     var plannedEnd: NIODeadline? {
         play.milliseconds.map { plannedStart + .milliseconds($0) }
+    }
+
+    /// Each step's time in force, the current step's so far included, in the list's order.
+    func timeInSteps(now: Date) -> [(index: Int, seconds: Double)] {
+        var seconds = secondsInEarlierSteps
+        seconds[play.index, default: 0] += max(0, now.timeIntervalSince(stepSince))
+        return seconds.sorted { $0.key < $1.key }.map { (index: $0.key, seconds: $0.value) }
+    }
+
+    /// The current step ends now and `next` begins.
+    mutating func begin(_ next: ScenarioSchedule.Play, at now: Date) {
+        secondsInEarlierSteps[play.index, default: 0] += max(0, now.timeIntervalSince(stepSince))
+        play = next
+        stepSince = now
     }
 
     func cancelTimers() {

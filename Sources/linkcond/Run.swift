@@ -104,8 +104,9 @@ struct Run: AsyncParsableCommand {
                     exitStatus = try await ChildProcess.run(arguments)
                 }
                 let elapsed = ContinuousClock.now - started
+                let scenario = status.scenario == nil ? nil : (try? await client.status(condition: status.id))?.scenario
                 return Ran(
-                    status: status, exitStatus: exitStatus, before: before, after: await counters(),
+                    status: status, exitStatus: exitStatus, before: before, after: await counters(), scenario: scenario,
                     seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                 )
             }
@@ -122,7 +123,7 @@ struct Run: AsyncParsableCommand {
         let ran = outcome.0
         let summary = RunSummary(
             condition: ran.status.id, profile: ran.status.profile?.name ?? "the condition", seconds: ran.seconds,
-            exitStatus: ran.exitStatus, ended: outcome.1, before: ran.before, after: ran.after
+            exitStatus: ran.exitStatus, ended: outcome.1, before: ran.before, after: ran.after, scenario: ran.scenario
         )
         warn(summary.line)
         if let jsonSummary {
@@ -144,6 +145,8 @@ struct Run: AsyncParsableCommand {
         var exitStatus: Int32
         var before: ConditionStatsDocument?
         var after: ConditionStatsDocument?
+        /// The scenario as the command ended, with each step's time.
+        var scenario: ScenarioStatusDocument?
         var seconds: Double
     }
 }

@@ -12,9 +12,20 @@ struct RunSummary: Codable, Equatable {
         var droppedPackets: UInt64
     }
 
+    /// One step of the scenario played, and how long it was in force while the command ran.
+    struct Step: Codable, Equatable {
+        var step: Int
+        var name: String
+        var seconds: Double
+    }
+
     /// The condition's id (`eth0`, `pid/4242/eth0` for a sandbox).
     var condition: String
+    /// The profile in force when the command started (a scenario's first step).
     var profile: String
+    /// Under `run --scenario`: the scenario, and each step's time in force.
+    var scenario: String?
+    var steps: [Step]?
     var seconds: Double
     /// The command's exit status, as `run` exits with it.
     var exitStatus: Int32
@@ -27,10 +38,12 @@ struct RunSummary: Codable, Equatable {
 
     init(
         condition: String, profile: String, seconds: Double, exitStatus: Int32, ended: LeaseOutcome,
-        before: ConditionStatsDocument?, after: ConditionStatsDocument?
+        before: ConditionStatsDocument?, after: ConditionStatsDocument?, scenario: ScenarioStatusDocument? = nil
     ) {
         self.condition = condition
         self.profile = profile
+        self.scenario = scenario?.name
+        steps = scenario?.timeInSteps?.map { Step(step: $0.step, name: $0.name, seconds: $0.seconds) }
         self.seconds = seconds
         self.exitStatus = exitStatus
         switch ended {
@@ -53,14 +66,22 @@ struct RunSummary: Codable, Equatable {
         )
     }
 
-    /// `Slow Net on eth0 for 12.3 s: down 1234 bytes, 10 packets, 0 dropped; up …`
+    /// `Slow Net on eth0 for 12.3 s: down 1234 bytes, 10 packets, 0 dropped; up …`, or under a
+    /// scenario `scenario 'Subway' on eth0 for 40.0 s (1. Good Signal 30.0 s, 2. Tunnel 10.0 s): …`
     var line: String {
-        let tenths = Int((seconds * 10).rounded())
-        var line = "\(profile) on \(condition) for \(tenths / 10).\(tenths % 10) s"
+        var line = "\(scenario.map { "scenario '\($0)'" } ?? profile) on \(condition) for \(Self.tenths(seconds)) s"
+        if let steps, !steps.isEmpty {
+            line += " (" + steps.map { "\($0.step). \($0.name) \(Self.tenths($0.seconds)) s" }.joined(separator: ", ") + ")"
+        }
         if ended != "released" { line += " (it ended early: \(ended))" }
         let directions = [("down", downlink), ("up", uplink)].compactMap { name, counters in
             counters.map { "\(name) \($0.bytes) bytes, \($0.packets) packets, \($0.droppedPackets) dropped" }
         }
         return directions.isEmpty ? line : line + ": " + directions.joined(separator: "; ")
+    }
+
+    private static func tenths(_ seconds: Double) -> String {
+        let tenths = Int((seconds * 10).rounded())
+        return "\(tenths / 10).\(tenths % 10)"
     }
 }

@@ -218,6 +218,13 @@ cli timeout 60 "$BIN/linkcond" --socket "$SOCK" run --scenario "Slow Net, then B
 note "run: exit $RUN_RC; $(tail -n 2 "$WORK/run.err" | tr '\n' ' ')"
 check_rc "run --scenario: the command's exit status" "$RUN_RC" 0 "the command's own"
 check_contains "run --scenario: says which scenario" "$(cat "$WORK/run.err")" "scenario 'Slow Net, then Black Hole'"
+# Its summary: each step's time in force, in the list's order, adding up to the command's time
+# (the scenario began just before the command did).
+summary_steps=$(grep -o "on $IF_C for [0-9.]* s ([^)]*)" "$WORK/run.err" | tail -n 1)
+check_contains "run --scenario: the summary gives each step's time" "$summary_steps" ", 2. Black Hole "
+check_range "run --scenario: the summary's steps add up to the command's time (seconds, steps less command)" \
+    "$(sed -n 's/.* for \([0-9.]*\) s (1\. Slow Net \([0-9.]*\) s, 2\. Black Hole \([0-9.]*\) s)/\2 \3 \1/p' <<<"$summary_steps" |
+        awk '{ printf "%.1f", $1 + $2 - $3 }')" -0.2 1.5 s "0 to 1.5 s more"
 check_range "run --scenario: the download moved under Slow Net (payload bytes)" "$(json "$WORK/run.out" .total_bytes)" 15000 200000 bytes \
     "the trigger's 20 KB, and what was queued then"
 check_equal "run --scenario: then hung in the Black Hole (payload in the last 3 of 12 s)" 0 "$(moved_after "$WORK/run.out" 9)"

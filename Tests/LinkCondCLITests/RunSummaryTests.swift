@@ -49,4 +49,20 @@ struct RunSummaryTests {
         #expect(unread.line == "Slow Net on eth0 for 2.0 s")
         #expect(unread.downlink == nil)
     }
+
+    @Test("Under a scenario: the scenario's name and each step's time in force, in the list's order")
+    func scenarioSteps() {
+        let scenario = ScenarioStatusDocument(
+            name: "Slow Net, then Black Hole", file: "slow-then-black-hole.yaml", seed: 1, step: 2, steps: 2, stepName: "Black Hole",
+            round: 1, stepSince: "2026-11-25T10:00:03Z", secondsInStep: 9.04, endsBy: "nothing: the last step lasts until the condition changes",
+            timeInSteps: [StepTimeDocument(step: 1, name: "Slow Net", seconds: 3.06), StepTimeDocument(step: 2, name: "Black Hole", seconds: 9.04)]
+        )
+        let summary = RunSummary(
+            condition: "eth0", profile: "Slow Net", seconds: 12.1, exitStatus: 0, ended: Self.released("eth0"),
+            before: nil, after: nil, scenario: scenario
+        )
+        #expect(summary.scenario == "Slow Net, then Black Hole")
+        #expect(summary.steps == [RunSummary.Step(step: 1, name: "Slow Net", seconds: 3.06), RunSummary.Step(step: 2, name: "Black Hole", seconds: 9.04)])
+        #expect(summary.line == "scenario 'Slow Net, then Black Hole' on eth0 for 12.1 s (1. Slow Net 3.1 s, 2. Black Hole 9.0 s)")
+    }
 }

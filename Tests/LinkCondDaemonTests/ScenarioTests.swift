@@ -98,6 +98,24 @@ struct ScenarioTests {
         await #expect(throws: NoScenarioError.self) { try await conditioner.next(by: TestDaemon.root) }
     }
 
+    @Test("Each step's time in force: the ones before, and the current one so far")
+    func timeInSteps() async throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.manual))
+        let first = try await conditioner.activate(.scenario("manual"), by: TestDaemon.root)
+        #expect(first.scenario?.timeInSteps?.map(\.step) == [1])
+        try await Task.sleep(for: .milliseconds(300))
+        let second = try await conditioner.next(by: TestDaemon.root)
+        try await Task.sleep(for: .milliseconds(100))
+        let times = try #require(await conditioner.status().scenario?.timeInSteps)
+        #expect(times.map(\.step) == [1, 2])
+        #expect(times.map(\.name) == ["Slow Net", "Inline"])
+        #expect(times[0].seconds >= 0.3 && times[0].seconds < 5)
+        // The first step's time stays as it was when the second began; the second's grows.
+        #expect(second.scenario?.timeInSteps?.first?.seconds == times[0].seconds)
+        #expect(times[1].seconds >= 0.1 && times[1].seconds < 5)
+    }
+
     @Test("A scenario in a client-bound lease changes the lease's profile and ends with it")
     func inLease() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
