@@ -52,6 +52,7 @@ let package = Package(
         // glibc's process descriptors, which its Swift module leaves out: a process pinned while
         // the daemon reads /proc/PID.
         .systemLibrary(name: "CPidfd"),
+        .systemLibrary(name: "CMalloc"),
         .target(name: "Sandboxes", dependencies: ["Netlink", "CNFTables", "CPidfd", "IPAddressText"]),
         // Profile model in human units, YAML decoding, validation, the catalog.
         .target(name: "Profiles", dependencies: ["CYAML", "NameMatching"]),
@@ -83,7 +84,7 @@ let package = Package(
         .target(
             name: "LinkCondDaemon",
             dependencies: [
-                "ControlAPI", "IPAddressText", "Profiles", "Shaping", "Sandboxes",
+                "ControlAPI", "IPAddressText", "Profiles", "Shaping", "Sandboxes", "CMalloc",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -179,6 +179,7 @@ package struct ControlServer: Sendable {
                         logger.debug("\(head.method) \(APICall.printable(head.uri)) -> \(reply.status.code) for \(requester)")
                         let closing = !head.isKeepAlive || request.tooLarge
                         try await outbound.write(contentsOf: ConnectionGuard.parts(of: reply, closing: closing))
+                        AllocatorTrim.process.afterReply()
                         if closing { return }
                     case .hold(let id, let choice, let lease, let maximum, let hostAddresses):
                         try await hold(
@@ -231,10 +232,11 @@ package struct ControlServer: Sendable {
     ) async throws {
         leaseStreams.opened()
         defer { leaseStreams.closed() }
+        let lastWord = LastWord()
         let ended: @Sendable (LeaseEvent) -> Void = { event in
             // Expiry, take-over or shutdown: tell the client and hang up; the read loop below
             // then finds the connection closed and has nothing left to release.
-            Task {
+            lastWord.send {
                 try? await outbound.write(contentsOf: [.body(.byteBuffer(Self.line(event))), .end(nil)])
                 try? await channel.close()
             }
@@ -263,7 +265,13 @@ package struct ControlServer: Sendable {
         ])
         // Anything more the client sends is ignored; its end (or failure) ends the lease.
         while (try? await parts.next()) != nil {}
-        guard let restored = await router.conditioner.release(held.lease) else { return }
+        guard let restored = await router.conditioner.release(held.lease) else {
+            // The lease ended otherwise while the client let go (a daemon stopping as a command
+            // ends): its last line is being written, and returning now would close the
+            // connection under it.
+            await lastWord.written()
+            return
+        }
         try? await outbound.write(contentsOf: [
             .body(.byteBuffer(Self.line(LeaseEvent(event: .ended, reason: .released, status: restored)))),
             .end(nil),
@@ -276,6 +284,21 @@ package struct ControlServer: Sendable {
         var data = (try? encoder.encode(event)) ?? Data("{}".utf8)
         data.append(UInt8(ascii: "\n"))
         return ByteBuffer(bytes: data)
+    }
+}
+
+/// The line that tells a lease's client why the lease ended, written by a task of its own (the
+/// conditioner calls `onEnd` synchronously, on its actor), which the connection waits for
+/// before it closes.
+final class LastWord: Sendable {
+    private let writing = Mutex<Task<Void, Never>?>(nil)
+
+    func send(_ write: @escaping @Sendable () async -> Void) {
+        writing.withLock { $0 = Task { await write() } }
+    }
+
+    func written() async {
+        await writing.withLock { $0 }?.value
     }
 }
 

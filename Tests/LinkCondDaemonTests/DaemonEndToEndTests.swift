@@ -177,7 +177,9 @@ struct DaemonEndToEndTests {
             try await eventually { (try? await client.status()) != nil }
             let (result, outcome) = try await client.withLease(LeaseRequest(profile: "Slow Net"), interrupted: { heard.add($0) }) { _ in
                 await group.triggerGracefulShutdown()
-                try await Task.sleep(for: .milliseconds(500))
+                // The command runs on until the daemon has said why its lease ended (on a
+                // busy machine, stopping took longer than a fixed half second).
+                try await eventually { heard.count > 0 }
                 return 42
             }
             #expect(result == 42)
@@ -363,6 +365,7 @@ enum RawExchange {
 final class BusyServer: @unchecked Sendable {
     private let listener: Int32
     private let path: String
+    private let lock = NSLock()
     private var waiting: [Int32] = []
     private(set) var fillers = 0
 
@@ -379,18 +382,22 @@ final class BusyServer: @unchecked Sendable {
                 close(descriptor)
                 return
             }
-            waiting.append(descriptor)
+            lock.withLock { waiting.append(descriptor) }
             fillers += 1
         }
     }
 
+    /// After `delay`, the fillers hang up (so that their connections read as ended at once) and
+    /// the server accepts, answering the first connection that sends a request. A request may
+    /// take its time to come: on a busy machine a client took over 100 ms to write after connecting.
     func startAccepting(after delay: Duration) {
         Thread.detachNewThread { [self] in
             Thread.sleep(forTimeInterval: Double(delay.components.attoseconds) / 1e18)
+            hangUpFillers()
             while true {
                 let connection = accept(listener, nil, nil)
                 guard connection >= 0 else { return }
-                var limit = timeval(tv_sec: 0, tv_usec: 100_000)
+                var limit = timeval(tv_sec: 5, tv_usec: 0)
                 setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 if read(connection, &buffer, buffer.count) > 0 {
@@ -405,8 +412,15 @@ final class BusyServer: @unchecked Sendable {
         }
     }
 
+    private func hangUpFillers() {
+        lock.withLock {
+            waiting.forEach { close($0) }
+            waiting = []
+        }
+    }
+
     func stop() {
-        waiting.forEach { close($0) }
+        hangUpFillers()
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         unlink(path)
