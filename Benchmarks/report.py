@@ -742,7 +742,10 @@ def metrics(results, footprint):
              "| RSS after the scrapes, %d switches and %d scrapes between them | %s, %.1f MiB private |" % (
                  d["switches"], d["scrapesBetween"], memory(d["rssAfterSwitchesKiB"]), d["rssAfterSwitchesAnonKiB"] / 1024),
              "| %d s left alone afterwards: CPU time | %.2f s |" % (d["idleSeconds"], d["idleCpuTicks"] / ticks),
-             "| the same minute: change in the threads' context switches | %d |" % d["idleContextSwitches"]]
+             "| the same minute: context switches of the threads alive throughout | %d |" % d["idleContextSwitches"]]
+    if "idleSettledSeconds" in d:
+        rows.append("| before the minute: seconds until the threads stopped ending or starting; threads that ended in it | %d; %d |" % (
+            d["idleSettledSeconds"], d["idleThreadsEnded"]))
     passed = rss_mb <= RSS_TARGET_MB and d["idleCpuTicks"] == 0
     return "\n".join(rows), d, passed
 
@@ -898,6 +901,9 @@ def main():
         print("| threads | %d |" % footprint["threads"])
         print("| idle 60 s, no lease: context switches (all threads) | %d |" % footprint["idle_context_switches"])
         print("| idle 60 s, no lease: CPU time | %.2f s |" % (footprint["idle_cpu_ticks"] / ticks))
+        if "idle_settled_seconds" in footprint:
+            print("| before the idle minute: seconds until the threads stopped ending or starting; threads that ended in it | %d; %d |" % (
+                footprint["idle_settled_seconds"], footprint["idle_threads_ended"]))
         print()
     print("### Fidelity (%d of %d measurements within target)\n" % (passed, len(rows)))
     print(fid_tables + "\n")

@@ -90,15 +90,37 @@ start_daemon() {
     DAEMON_PID=$(jq -r .pid "$WORK/startup.json")
 }
 rss_kib() { awk -v f="${1:-VmRSS}" '$1 == f ":" { print $2 }' "/proc/$DAEMON_PID/status"; }
-# idle_minute: the daemon's context switches (all threads) and CPU ticks over 60 s left alone,
-# from s0/c0 to s1/c1.
+# idle_minute: the daemon left alone for 60 s, once its threads have settled: a pool's idle
+# threads end seconds after the work, and a thread that ends moves the process's CPU ticks (its
+# time is folded into the process's) and takes its context switches out of the sum. From s0/c0
+# to s1/c1: the context switches of the threads alive at both ends, and the process's CPU
+# ticks; settled_seconds, how long the threads took to stop ending or starting (at most 120 s),
+# and threads_ended, those that ended during the minute all the same.
 idle_minute() {
-    threads_switches() { cat /proc/"$DAEMON_PID"/task/*/status | awk '/ctxt_switches/ { s += $2 } END { print s }'; }
+    thread_ids() { ls "/proc/$DAEMON_PID/task" | sort -n | tr '\n' ' '; }
+    per_thread_switches() {
+        local task
+        for task in /proc/"$DAEMON_PID"/task/*; do
+            awk -v t="${task##*/}" '/ctxt_switches/ { s += $2 } END { print t, s }' "$task/status" 2>/dev/null || true
+        done
+    }
     cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$DAEMON_PID/stat"; }
-    sleep 2
-    s0=$(threads_switches); c0=$(cpu_ticks)
+    local before steady=0 waited=0 first last
+    before=$(thread_ids)
+    while ((steady < 10 && waited < 120)); do
+        sleep 1
+        waited=$((waited + 1))
+        if [[ $(thread_ids) == "$before" ]]; then steady=$((steady + 1)); else steady=0; before=$(thread_ids); fi
+    done
+    settled_seconds=$waited
+    first=$(per_thread_switches); c0=$(cpu_ticks)
     sleep 60
-    s1=$(threads_switches); c1=$(cpu_ticks)
+    last=$(per_thread_switches); c1=$(cpu_ticks)
+    s0=0
+    s1=$(awk 'NR == FNR { before[$1] = $2; next } ($1 in before) { s += $2 - before[$1] } END { print s + 0 }' \
+        <(echo "$first") <(echo "$last"))
+    threads_ended=$(awk 'NR == FNR { after[$1] = 1; next } !($1 in after) { n++ } END { print n + 0 }' \
+        <(echo "$last") <(echo "$first"))
 }
 
 # LC_BENCH_PARTS picks parts (default all): switching (footprint, latency, tc, tcconfig), hitless,
@@ -148,6 +170,8 @@ threads=$(ls "/proc/$DAEMON_PID/task" | wc -l)
     echo "  \"idle_seconds\": 60,"
     echo "  \"idle_context_switches\": $((s1 - s0)),"
     echo "  \"idle_cpu_ticks\": $((c1 - c0)),"
+    echo "  \"idle_settled_seconds\": $settled_seconds,"
+    echo "  \"idle_threads_ended\": $threads_ended,"
     echo "  \"clock_ticks_per_second\": $(getconf CLK_TCK),"
     echo "  \"threads\": $threads"
     echo "}"
@@ -359,8 +383,10 @@ jq -n --slurpfile scale "$WORK/metrics-scale.json" --argjson rssStart "$metrics_
     --argjson rss10k "$metrics_rss_10k" --argjson rss10kAnon "$metrics_rss_10k_anon" --argjson scrapes "$scrapes" \
     --argjson switches "$(cat "$WORK"/metrics-switches-*.json | jq -s 'map(.count) | add')" \
     --argjson idleSwitches "$((s1 - s0))" --argjson idleTicks "$((c1 - c0))" \
+    --argjson idleSettled "$settled_seconds" --argjson idleThreadsEnded "$threads_ended" \
     '{scale: $scale[0], rssStartKiB: $rssStart, rssAfterSwitchesKiB: $rss10k, rssAfterSwitchesAnonKiB: $rss10kAnon,
-      switches: $switches, scrapesBetween: $scrapes, idleSeconds: 60, idleContextSwitches: $idleSwitches, idleCpuTicks: $idleTicks}' \
+      switches: $switches, scrapesBetween: $scrapes, idleSeconds: 60, idleContextSwitches: $idleSwitches, idleCpuTicks: $idleTicks,
+      idleSettledSeconds: $idleSettled, idleThreadsEnded: $idleThreadsEnded}' \
     >"$OUT/metrics.json"
 cat "$OUT/metrics.json"
 daemon_stop TERM
