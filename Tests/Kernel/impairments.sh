@@ -142,12 +142,14 @@ log "40. lane $LANE: a queue's size: the delay under a saturating flood, and dro
 # second, 7 Mbit/s into 4 Mbit/s: the queue fills and stays full, so each frame waits the queue's
 # time on top of the 10 ms delay, and what the link cannot carry is dropped. (A TCP transfer would
 # keep it full only between its losses.) Beside other lanes the sender falls behind its schedule
-# (414 frames a second once, in CI), so what gets through is judged against the link's capacity
-# and the drops against what was actually offered.
+# (414 and 278 frames a second, 2026-11-26, when it caught up at most 5 frames at a time): it
+# catches up in bursts now, which the full queue drops as a real bottleneck would, and what gets
+# through is judged against the link's capacity, the drops against what was actually offered.
 FRAME_BITS=$((1466 * 8)) FLOOD_SECONDS=8
 for ms in 50 200; do
     lc activate "LC Queue $ms" >/dev/null
-    probe_cli 60 oneway --dir down --host "$S4" --ctl "$CTL" --rate 600 --duration "$FLOOD_SECONDS" --pad 1400 >"$WORK/queue$ms.json" || echo '{}' >"$WORK/queue$ms.json"
+    probe_cli 60 oneway --dir down --host "$S4" --ctl "$CTL" --rate 600 --duration "$FLOOD_SECONDS" --pad 1400 \
+        --catch-up 1000 >"$WORK/queue$ms.json" || echo '{}' >"$WORK/queue$ms.json"
     note "queue ${ms}ms: $(jq -c '.down | {sent, received, median_ms, min_ms, max_ms}' "$WORK/queue$ms.json" 2>/dev/null)"
     check_range "queue ${ms}ms behind 4 Mbit/s: one-way delay under saturation (median)" "$(json "$WORK/queue$ms.json" .down.median_ms)" \
         "$(awk -v q="$ms" 'BEGIN { print 10 + 0.8 * q }')" "$(awk -v q="$ms" 'BEGIN { print 10 + 1.2 * q + 5 }')" ms "about $((10 + ms)) ms"

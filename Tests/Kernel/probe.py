@@ -250,7 +250,7 @@ class Server:
             pace(t0, seq + 1, gap)
         return now() - t0
 
-    def stream(self, host, port, rid, rate, duration, pad_bytes=STREAM_PAD):
+    def stream(self, host, port, rid, rate, duration, pad_bytes=STREAM_PAD, catch_up=None):
         dst = v4mapped((host, port))
         pad = b"\0" * pad_bytes
         gap = 1.0 / rate
@@ -267,7 +267,7 @@ class Server:
             seq += 1
             run = run + 1 if t0 + seq * gap <= now() else 0
             burst = max(burst, run)
-            t0 = stream_schedule(t0, seq, gap)
+            t0 = stream_schedule(t0, seq, gap, STREAM_CATCH_UP if catch_up is None else catch_up)
             pace(t0, seq, gap)
         return seq, refused, burst
 
@@ -289,7 +289,7 @@ class Server:
                     rep = {"packets": list(self.stamps.get(req["id"], []))}
             elif op == "stream":
                 sent, refused, burst = self.stream(req["host"], req["port"], req["id"], req["rate"], req["duration"],
-                                                   req.get("pad", STREAM_PAD))
+                                                   req.get("pad", STREAM_PAD), req.get("catch_up"))
                 rep = {"sent": sent, "send_refused": refused, "longest_burst": burst}
             elif op == "blast":
                 took = self.blast(req["host"], req["port"], req["id"], req["count"], req["gap"])
@@ -349,11 +349,11 @@ def pace(t0, n, gap):
 STREAM_CATCH_UP = 5
 
 
-def stream_schedule(t0, sent, gap):
+def stream_schedule(t0, sent, gap, catch_up=STREAM_CATCH_UP):
     """The start `pace` measures a stream's next packet from: `t0`, or later for a sender that
-    fell more than STREAM_CATCH_UP packets behind."""
+    fell more than `catch_up` packets behind."""
     behind = now() - (t0 + sent * gap)
-    return t0 + behind - STREAM_CATCH_UP * gap if behind > STREAM_CATCH_UP * gap else t0
+    return t0 + behind - catch_up * gap if behind > catch_up * gap else t0
 
 
 def run_id():
@@ -639,7 +639,7 @@ def stream_down(a, host, out, pad_bytes=STREAM_PAD):
     def ask():
         reply.update(ctl_call(a.ctl, {"op": "stream", "host": local, "port": s.getsockname()[1],
                                       "id": rid, "rate": a.rate, "duration": a.duration,
-                                      "pad": pad_bytes},
+                                      "pad": pad_bytes, "catch_up": getattr(a, "catch_up", STREAM_CATCH_UP)},
                               timeout=a.duration + 60))
         done.set()
 
@@ -893,6 +893,8 @@ def main():
     sp.add_argument("--duration", type=float, required=True)
     sp.add_argument("--grace", type=float, default=2.0)
     sp.add_argument("--pad", type=int, default=STREAM_PAD, help="payload bytes after the stamp")
+    sp.add_argument("--catch-up", type=int, default=STREAM_CATCH_UP,
+                    help="packets a held-up sender sends back to back to catch up (a flood that must keep its rate: many)")
 
     sp = sub.add_parser("udprate")
     sp.add_argument("--host", required=True)
