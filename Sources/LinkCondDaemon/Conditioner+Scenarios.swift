@@ -226,7 +226,7 @@ extension Conditioner {
         var document = ScenarioStatusDocument(
             name: run.scenario.name, file: run.entry.file, seed: run.schedule.seed, step: run.play.index + 1,
             steps: run.scenario.steps.count, stepName: run.step.displayName, round: run.play.round,
-            stepSince: run.stepSince.formatted(.iso8601), secondsInStep: toTheMillisecond(now.timeIntervalSince(run.stepSince)),
+            stepSince: run.stepSince.formatted(.iso8601), secondsInStep: toTheMillisecond(run.secondsInStep(now: now)),
             endsBy: run.endsBy, finished: run.finished,
             timeInSteps: run.timeInSteps(now: now).map {
                 StepTimeDocument(step: $0.index + 1, name: run.scenario.steps[$0.index].displayName, seconds: toTheMillisecond($0.seconds))

@@ -48,16 +48,20 @@ struct ScenarioRun {
         play.milliseconds.map { plannedStart + .milliseconds($0) }
     }
 
+    func secondsInStep(now: Date) -> Double {
+        max(0, now.timeIntervalSince(stepSince))
+    }
+
     /// Each step's time in force, the current step's so far included, in the list's order.
     func timeInSteps(now: Date) -> [(index: Int, seconds: Double)] {
         var seconds = secondsInEarlierSteps
-        seconds[play.index, default: 0] += max(0, now.timeIntervalSince(stepSince))
+        seconds[play.index, default: 0] += secondsInStep(now: now)
         return seconds.sorted { $0.key < $1.key }.map { (index: $0.key, seconds: $0.value) }
     }
 
     /// The current step ends now and `next` begins.
     mutating func begin(_ next: ScenarioSchedule.Play, at now: Date) {
-        secondsInEarlierSteps[play.index, default: 0] += max(0, now.timeIntervalSince(stepSince))
+        secondsInEarlierSteps[play.index, default: 0] += secondsInStep(now: now)
         play = next
         stepSince = now
     }

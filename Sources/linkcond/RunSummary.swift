@@ -12,20 +12,13 @@ struct RunSummary: Codable, Equatable {
         var droppedPackets: UInt64
     }
 
-    /// One step of the scenario played, and how long it was in force while the command ran.
-    struct Step: Codable, Equatable {
-        var step: Int
-        var name: String
-        var seconds: Double
-    }
-
     /// The condition's id (`eth0`, `pid/4242/eth0` for a sandbox).
     var condition: String
     /// The profile in force when the command started (a scenario's first step).
     var profile: String
     /// Under `run --scenario`: the scenario, and each step's time in force.
     var scenario: String?
-    var steps: [Step]?
+    var steps: [StepTimeDocument]?
     var seconds: Double
     /// The command's exit status, as `run` exits with it.
     var exitStatus: Int32
@@ -43,7 +36,7 @@ struct RunSummary: Codable, Equatable {
         self.condition = condition
         self.profile = profile
         self.scenario = scenario?.name
-        steps = scenario?.timeInSteps?.map { Step(step: $0.step, name: $0.name, seconds: $0.seconds) }
+        steps = scenario?.timeInSteps
         self.seconds = seconds
         self.exitStatus = exitStatus
         switch ended {

@@ -62,7 +62,7 @@ struct RunSummaryTests {
             before: nil, after: nil, scenario: scenario
         )
         #expect(summary.scenario == "Slow Net, then Black Hole")
-        #expect(summary.steps == [RunSummary.Step(step: 1, name: "Slow Net", seconds: 3.06), RunSummary.Step(step: 2, name: "Black Hole", seconds: 9.04)])
+        #expect(summary.steps == [StepTimeDocument(step: 1, name: "Slow Net", seconds: 3.06), StepTimeDocument(step: 2, name: "Black Hole", seconds: 9.04)])
         #expect(summary.line == "scenario 'Slow Net, then Black Hole' on eth0 for 12.1 s (1. Slow Net 3.1 s, 2. Black Hole 9.0 s)")
     }
 }
