@@ -36,9 +36,12 @@ public struct DirectionStatsDocument: Codable, Sendable, Equatable {
     /// Carried through the profile: delayed, and sent on at its rate.
     public var bytes: UInt64
     public var packets: UInt64
-    /// Dropped by the profile's loss or because its queue was full. The kernel's netem counts
-    /// both in one counter, so they are one number here.
+    /// Dropped, for either reason below: their sum.
     public var droppedPackets: UInt64
+    /// Dropped by the profile's loss (netem's own drops, less its queue's).
+    public var droppedByLoss: UInt64
+    /// Dropped because the queue where packets wait for the profile's rate was full.
+    public var droppedByQueue: UInt64
     /// Waiting in the profile's queue now: in its delay line, or behind its rate.
     public var queuedPackets: UInt64
     public var queuedBytes: UInt64
@@ -49,12 +52,15 @@ public struct DirectionStatsDocument: Codable, Sendable, Equatable {
     public var droppedPerSecond: Double?
 
     public init(
-        bytes: UInt64, packets: UInt64, droppedPackets: UInt64, queuedPackets: UInt64, queuedBytes: UInt64,
+        bytes: UInt64, packets: UInt64, droppedPackets: UInt64, droppedByLoss: UInt64? = nil, droppedByQueue: UInt64 = 0,
+        queuedPackets: UInt64, queuedBytes: UInt64,
         bitsPerSecond: Double? = nil, packetsPerSecond: Double? = nil, droppedPerSecond: Double? = nil
     ) {
         self.bytes = bytes
         self.packets = packets
         self.droppedPackets = droppedPackets
+        self.droppedByQueue = droppedByQueue
+        self.droppedByLoss = droppedByLoss ?? droppedPackets - min(droppedByQueue, droppedPackets)
         self.queuedPackets = queuedPackets
         self.queuedBytes = queuedBytes
         self.bitsPerSecond = bitsPerSecond

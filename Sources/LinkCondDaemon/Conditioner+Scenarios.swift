@@ -162,8 +162,8 @@ extension Conditioner {
     /// The trigger's counter on the condition now: bytes or packets its direction carried.
     private func triggerCount(_ trigger: StepTrigger, on condition: Condition) -> UInt64? {
         guard let counters = condition.convergence.counters(of: [condition.slot])[condition.slot] else { return nil }
-        let statistics = trigger.direction == .download ? counters.downlink : counters.uplink
-        return trigger.unit == .bytes ? statistics.bytes : statistics.packets
+        let direction = trigger.direction == .download ? counters.downlink : counters.uplink
+        return trigger.unit == .bytes ? direction.bytes : direction.packets
     }
 
     private func currentRun(_ ticket: ScenarioTicket) -> (Condition, ScenarioRun)? {

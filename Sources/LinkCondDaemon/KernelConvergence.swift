@@ -154,26 +154,29 @@ final class KernelConvergence {
             + documents(target.ifb, qdiscs: survey.ifbQdiscs, classes: survey.ifbClasses)
     }
 
-    /// The counters of each slot's leaves, summed per direction, from one survey of the
-    /// target: the whole interface's bulk and DNS leaves, or a matched condition's own leaf.
-    /// A slot without a profile has none.
-    func counters(of slots: [ConditionSlot]) -> [ConditionSlot: (uplink: TrafficStatistics, downlink: TrafficStatistics)] {
+    /// The counters of each slot's leaves and of the queues below them, summed per direction,
+    /// from one survey of the target: the whole interface's bulk and DNS leaves, or a matched
+    /// condition's own leaf. A slot without a profile has none.
+    func counters(of slots: [ConditionSlot]) -> [ConditionSlot: (uplink: DirectionCounters, downlink: DirectionCounters)] {
         let wanted = slots.filter { profile(in: $0) != nil }
         guard !wanted.isEmpty, let survey = try? engine.survey(target) else { return [:] }
         func byHandle(_ qdiscs: [QdiscInfo]) -> [TrafficControlHandle: TrafficStatistics] {
             Dictionary(qdiscs.compactMap { qdisc in qdisc.statistics.map { (qdisc.handle, $0) } }, uniquingKeysWith: +)
         }
+        func direction(_ leaves: [TrafficControlHandle], in statistics: [TrafficControlHandle: TrafficStatistics]) -> DirectionCounters {
+            DirectionCounters(
+                leaves: leaves.compactMap { statistics[$0] }.reduce(.zero, +),
+                queueDrops: leaves.compactMap { ReservedHandles.queue(below: $0).flatMap { statistics[$0]?.drops } }.reduce(0, +)
+            )
+        }
         let (uplink, downlink) = (byHandle(survey.qdiscs), byHandle(survey.ifbQdiscs))
-        var counters: [ConditionSlot: (uplink: TrafficStatistics, downlink: TrafficStatistics)] = [:]
+        var counters: [ConditionSlot: (uplink: DirectionCounters, downlink: DirectionCounters)] = [:]
         for slot in wanted {
             let leaves: [TrafficControlHandle] = switch slot {
             case .whole: [ReservedHandles.bulkLeaf, ReservedHandles.dnsLeaf]
             case .match(let number, _): [ReservedHandles.matchLeaf(number)]
             }
-            counters[slot] = (
-                leaves.compactMap { uplink[$0] }.reduce(.zero, +),
-                leaves.compactMap { downlink[$0] }.reduce(.zero, +)
-            )
+            counters[slot] = (direction(leaves, in: uplink), direction(leaves, in: downlink))
         }
         return counters
     }

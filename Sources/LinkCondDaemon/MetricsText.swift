@@ -22,13 +22,18 @@ enum MetricsText {
                 text += "\(name){\(sample.labels)} \(sample.value)\n"
             }
         }
-        func perDirection(_ value: KeyPath<TrafficStatistics, UInt64>) -> [(labels: String, value: String)] {
+        func perDirection(_ values: [(label: String, value: KeyPath<DirectionCounters, UInt64>)]) -> [(labels: String, value: String)] {
             conditions.flatMap { condition -> [(labels: String, value: String)] in
                 guard let counters = condition.counters else { return [] }
-                return [("down", counters.downlink), ("up", counters.uplink)].map { direction, statistics in
-                    ("condition=\"\(escaped(condition.id))\",direction=\"\(direction)\"", String(statistics[keyPath: value]))
+                return [("down", counters.downlink), ("up", counters.uplink)].flatMap { direction, statistics in
+                    values.map { label, value in
+                        ("condition=\"\(escaped(condition.id))\",direction=\"\(direction)\"\(label)", String(statistics[keyPath: value]))
+                    }
                 }
             }
+        }
+        func perDirection(_ value: KeyPath<DirectionCounters, UInt64>) -> [(labels: String, value: String)] {
+            perDirection([("", value)])
         }
         family("linkcond_condition_active", "gauge", "1 while the condition has a profile in force, with the profile's name.",
                conditions.map { ("condition=\"\(escaped($0.id))\",profile=\"\(escaped($0.profile ?? ""))\"", $0.profile == nil ? "0" : "1") })
@@ -36,7 +41,8 @@ enum MetricsText {
                conditions.compactMap { condition in condition.leaseSecondsLeft.map { ("condition=\"\(escaped(condition.id))\"", String($0)) } })
         family("linkcond_bytes_total", "counter", "Bytes carried through the condition's profile, since its objects were made.", perDirection(\.bytes))
         family("linkcond_packets_total", "counter", "Packets carried through the condition's profile.", perDirection(\.packets))
-        family("linkcond_dropped_packets_total", "counter", "Packets dropped by the profile's loss or because its queue was full (netem counts both as one).", perDirection(\.drops))
+        family("linkcond_dropped_packets_total", "counter", "Packets dropped by the profile's loss (reason=\"loss\") or because its queue was full (reason=\"queue\").",
+               perDirection([(",reason=\"loss\"", \.lossDrops), (",reason=\"queue\"", \.queueDrops)]))
         family("linkcond_queued_packets", "gauge", "Packets waiting in the profile's queue now.", perDirection(\.queuedPackets))
         family("linkcond_queued_bytes", "gauge", "Bytes waiting in the profile's queue now.", perDirection(\.queuedBytes))
         return text

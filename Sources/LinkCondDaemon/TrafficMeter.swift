@@ -6,8 +6,8 @@ import Synchronization
 struct ConditionCounters: Sendable, Equatable {
     var id: String
     var profile: String?
-    var uplink: TrafficStatistics
-    var downlink: TrafficStatistics
+    var uplink: DirectionCounters
+    var downlink: DirectionCounters
 }
 
 /// Turns successive readings of the kernel's counters into rates. It keeps no timer and reads
@@ -18,7 +18,7 @@ final class TrafficMeter: Sendable {
 
     private struct Previous {
         var at: ContinuousClock.Instant
-        var statistics: TrafficStatistics
+        var counters: DirectionCounters
     }
 
     private let previous = Mutex<[String: Previous]>([:])
@@ -28,9 +28,9 @@ final class TrafficMeter: Sendable {
     func documents(_ readings: [ConditionCounters], at now: ContinuousClock.Instant) -> [ConditionStatsDocument] {
         previous.withLock { previous in
             var next: [String: Previous] = [:]
-            func document(_ statistics: TrafficStatistics, _ key: String) -> DirectionStatsDocument {
-                next[key] = Previous(at: now, statistics: statistics)
-                return Self.document(statistics, since: previous[key], now: now)
+            func document(_ counters: DirectionCounters, _ key: String) -> DirectionStatsDocument {
+                next[key] = Previous(at: now, counters: counters)
+                return Self.document(counters, since: previous[key], now: now)
             }
             let documents = readings.map { reading in
                 ConditionStatsDocument(
@@ -44,21 +44,22 @@ final class TrafficMeter: Sendable {
         }
     }
 
-    private static func document(_ current: TrafficStatistics, since earlier: Previous?, now: ContinuousClock.Instant) -> DirectionStatsDocument {
+    private static func document(_ current: DirectionCounters, since earlier: Previous?, now: ContinuousClock.Instant) -> DirectionStatsDocument {
         var document = DirectionStatsDocument(
             bytes: current.bytes, packets: current.packets, droppedPackets: current.drops,
+            droppedByLoss: current.lossDrops, droppedByQueue: current.queueDrops,
             queuedPackets: current.queuedPackets, queuedBytes: current.queuedBytes
         )
         // Counters that went down belong to objects made anew (off and on again): no rate.
         guard let earlier, now - earlier.at <= window, now > earlier.at,
-              current.bytes >= earlier.statistics.bytes, current.packets >= earlier.statistics.packets,
-              current.drops >= earlier.statistics.drops
+              current.bytes >= earlier.counters.bytes, current.packets >= earlier.counters.packets,
+              current.drops >= earlier.counters.drops
         else { return document }
         let (whole, fraction) = (now - earlier.at).components
         let seconds = Double(whole) + Double(fraction) / 1e18
-        document.bitsPerSecond = Double(current.bytes - earlier.statistics.bytes) * 8 / seconds
-        document.packetsPerSecond = Double(current.packets - earlier.statistics.packets) / seconds
-        document.droppedPerSecond = Double(current.drops - earlier.statistics.drops) / seconds
+        document.bitsPerSecond = Double(current.bytes - earlier.counters.bytes) * 8 / seconds
+        document.packetsPerSecond = Double(current.packets - earlier.counters.packets) / seconds
+        document.droppedPerSecond = Double(current.drops - earlier.counters.drops) / seconds
         return document
     }
 }

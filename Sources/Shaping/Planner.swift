@@ -12,8 +12,12 @@ public struct Planner: Sendable {
     public static let lineRate = Bandwidth.gbit(100)
     /// The rate assumed when sizing netem queues of an unlimited direction.
     static let assumedLinkRate = Bandwidth.gbit(1)
-    /// How long a packet may wait for bandwidth beyond its delay before netem drops it.
+    /// How long a packet may wait for bandwidth beyond its delay before its queue drops it.
     static let queueBudget = Delay.milliseconds(200)
+    /// The fewest packets a netem leaf holds: its queue's packets count against its limit, and
+    /// packets that are due wait in its delay line until the class's rate takes them into the
+    /// queue, seconds in a trace's outage.
+    static let netemLimitFloor: UInt32 = 1000
     /// Largest Ethernet frame without FCS: the htb quantum and the packet size for queue sizing.
     static let framePacketBytes: UInt32 = 1514
     /// A small frame (a TCP ACK is 66 bytes): the packet size for sizing the delay line.
@@ -73,9 +77,9 @@ public struct Planner: Sendable {
             filters += wholeInterfaceFilters(withDNS: whole.dnsDelay != nil)
         }
         for matched in matches {
-            let (matchClass, matchLeaf) = matchObjects(slot: matched.slot, conditions: matched.conditions)
+            let (matchClass, matchLeaves) = matchObjects(slot: matched.slot, conditions: matched.conditions)
             classes.append(matchClass)
-            leaves.append(matchLeaf)
+            leaves += matchLeaves
             filters += matchFilters(matched, peerAs: peerAs)
         }
         return DirectionTree(
@@ -87,19 +91,19 @@ public struct Planner: Sendable {
         )
     }
 
-    /// A matched condition's class and leaf in one direction: all that its profile decides, since
-    /// its filters depend on its match alone.
-    func matchObjects(slot: UInt16, conditions: LinkConditions) -> (ClassNode, QdiscNode) {
+    /// A matched condition's class, leaf and queue in one direction: all that its profile
+    /// decides, since its filters depend on its match alone.
+    func matchObjects(slot: UInt16, conditions: LinkConditions) -> (ClassNode, [QdiscNode]) {
         let classID = ReservedHandles.matchClass(slot)
         return (
             htbClass(classID, rate: conditions.bandwidth ?? Self.lineRate),
-            QdiscNode(parent: classID, handle: ReservedHandles.matchLeaf(slot), settings: .netem(netem(conditions, extraDelay: .zero)))
+            leaf(ReservedHandles.matchLeaf(slot), in: classID, conditions, extraDelay: .zero)
         )
     }
 
     /// `plan` with `matched`'s profile in place of the one its slot had: the same plan as
-    /// `plan(on:whole:matches:)` with the new profile, made by replacing the slot's class and
-    /// leaf in each direction, so at a cost that does not grow with the number of conditions.
+    /// `plan(on:whole:matches:)` with the new profile, made by replacing the slot's class, leaf
+    /// and queue in each direction, so at a cost that does not grow with the number of conditions.
     /// `nil` when the plan has no such slot.
     public func replacingProfile(of matched: MatchedCondition, in plan: TrafficPlan) -> TrafficPlan? {
         var plan = plan
@@ -113,18 +117,15 @@ public struct Planner: Sendable {
     /// its bulk traffic and, on the uplink, its DNS queries below.
     func wholeInterfaceObjects(_ conditions: LinkConditions, dnsDelay: Delay?) -> ([ClassNode], [QdiscNode]) {
         let profileRate = conditions.bandwidth ?? Self.lineRate
-        let bulkNetem = netem(conditions, extraDelay: .zero)
         var classes = [htbClass(ReservedHandles.profileClass, rate: profileRate)]
-        var leaves: [QdiscNode] = []
+        var leaves = leaf(ReservedHandles.bulkLeaf, in: ReservedHandles.bulkClass, conditions, extraDelay: .zero)
         if let dnsDelay {
             let (bulkRate, dnsRate) = Self.childRates(of: profileRate, traceDriven: conditions.trace != nil)
             classes.append(htbClass(ReservedHandles.bulkClass, parent: ReservedHandles.profileClass, rate: bulkRate, ceil: profileRate))
             classes.append(htbClass(ReservedHandles.dnsClass, parent: ReservedHandles.profileClass, rate: dnsRate, ceil: profileRate))
-            leaves.append(QdiscNode(parent: ReservedHandles.bulkClass, handle: ReservedHandles.bulkLeaf, settings: .netem(bulkNetem)))
-            leaves.append(QdiscNode(parent: ReservedHandles.dnsClass, handle: ReservedHandles.dnsLeaf, settings: .netem(netem(conditions, extraDelay: dnsDelay))))
+            leaves += leaf(ReservedHandles.dnsLeaf, in: ReservedHandles.dnsClass, conditions, extraDelay: dnsDelay)
         } else {
             classes.append(htbClass(ReservedHandles.bulkClass, parent: ReservedHandles.profileClass, rate: profileRate))
-            leaves.append(QdiscNode(parent: ReservedHandles.bulkClass, handle: ReservedHandles.bulkLeaf, settings: .netem(bulkNetem)))
         }
         return (classes, leaves)
     }
@@ -163,45 +164,66 @@ public struct Planner: Sendable {
         return UInt32(clamping: max(tenMilliseconds, 1600))
     }
 
-    func netem(_ conditions: LinkConditions, extraDelay: Delay) -> NetemSettings {
+    /// A leaf class's netem and, below it, the queue where packets wait for the class's rate.
+    ///
+    /// netem counts the packets its loss drops and those its child refuses as its own drops;
+    /// the child counts only the latter, so the two are told apart by subtraction.
+    func leaf(_ handle: TrafficControlHandle, in classID: TrafficControlHandle, _ conditions: LinkConditions, extraDelay: Delay) -> [QdiscNode] {
+        let limits = Self.queueLimits(conditions, extraDelay: extraDelay)
+        let queue = ReservedHandles.queue(below: handle)!
+        return [
+            QdiscNode(parent: classID, handle: handle, settings: .netem(netem(conditions, extraDelay: extraDelay, limitPackets: limits.netem))),
+            QdiscNode(parent: ReservedHandles.queueParent(of: handle), handle: queue, settings: .pfifo(limitPackets: limits.queue)),
+        ]
+    }
+
+    func netem(_ conditions: LinkConditions, extraDelay: Delay, limitPackets: UInt32) -> NetemSettings {
         var impairments = conditions.impairments
-        // The queue is netem's limit; the rest is netem's own.
+        // The queue is the leaf's child; the rest is netem's own.
         impairments.queue = nil
         return NetemSettings(
             delay: conditions.delay + extraDelay,
             jitter: conditions.jitter,
             loss: conditions.loss,
-            limitPackets: Self.queueLimit(conditions, extraDelay: extraDelay),
+            limitPackets: limitPackets,
             impairments: impairments
         )
     }
 
-    /// Packets in the delay line at the link's rate, counted as the smallest frames (a real link
-    /// holds any number of packets in flight, and ACKs, DNS or VoIP at a high packet rate must
-    /// not overflow it), plus `queueBudget` of full-size frames queued behind a shaped link.
-    /// Unlimited directions assume a 1 Gbit/s link and keep netem's default floor.
+    /// The queue's size, and netem's limit above it, in packets.
     ///
-    /// A profile's own `queue` is kept exactly instead, in full-size frames: the delay line
-    /// is then counted in full-size frames too, or its spare slots would queue as well.
+    /// A profile's own `queue` is kept exactly, in full-size frames: the packets that wait
+    /// for the rate, whatever the delay line holds. Without one, the queue holds what netem's
+    /// limit alone held before it had a queue below it: the packets in the delay line at the
+    /// link's rate, counted as the smallest frames (a real link holds any number of packets in
+    /// flight, and ACKs, DNS or VoIP at a high packet rate must not overflow it), plus
+    /// `queueBudget` of full-size frames behind a shaped link. Unlimited directions assume a
+    /// 1 Gbit/s link and keep netem's default floor.
+    ///
+    /// netem's limit counts its queue's packets too (`sch->q.qlen`), so it is the queue plus
+    /// its delay line, and at least `netemLimitFloor`: only the queue should drop for room.
     ///
     /// A trace-driven direction is sized at its trace's peak, whatever its rate now: the leaf
     /// then stays as it is while the daemon steps the class's rate.
-    static func queueLimit(_ conditions: LinkConditions, extraDelay: Delay) -> UInt32 {
+    static func queueLimits(_ conditions: LinkConditions, extraDelay: Delay) -> (netem: UInt32, queue: UInt32) {
         let sizingRate = conditions.trace?.peakCapacity ?? conditions.bandwidth
         let rate = Double((sizingRate ?? assumedLinkRate).bytesPerSecond)
-        if let queue = conditions.impairments.queue, sizingRate != nil {
-            let delayLine = rate * (conditions.delay + conditions.jitter + extraDelay).seconds / Double(framePacketBytes)
-            let queued: Double = switch queue {
+        let delayLine = rate * (conditions.delay + conditions.jitter + extraDelay).seconds / Double(smallestFrameBytes)
+        let queue: Double
+        if let ownQueue = conditions.impairments.queue, sizingRate != nil {
+            let frames: Double = switch ownQueue {
             case .packets(let count): Double(count)
             case .bytes(let count): Double(count) / Double(framePacketBytes)
             case .milliseconds(let count): rate * Double(count) / 1000 / Double(framePacketBytes)
             }
-            return UInt32(min(max((delayLine + queued).rounded(.up), 1), 1_000_000))
+            queue = min(max(frames.rounded(.up), 1), 1_000_000)
+        } else {
+            let budget = sizingRate == nil ? 0 : rate * queueBudget.seconds / Double(framePacketBytes)
+            let floor: Double = sizingRate == nil ? 1000 : 32
+            queue = min(max((delayLine + budget).rounded(.up), floor), 1_000_000)
         }
-        let delayLine = rate * (conditions.delay + conditions.jitter + extraDelay).seconds / Double(smallestFrameBytes)
-        let queue = sizingRate == nil ? 0 : rate * queueBudget.seconds / Double(framePacketBytes)
-        let floor: Double = sizingRate == nil ? 1000 : 32
-        return UInt32(min(max((delayLine + queue).rounded(.up), floor), 1_000_000))
+        let netem = min(max((queue + delayLine).rounded(.up), Double(netemLimitFloor)), 2_000_000)
+        return (UInt32(netem), UInt32(queue))
     }
 
     // MARK: Filters

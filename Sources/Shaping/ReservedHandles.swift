@@ -21,14 +21,22 @@ public enum ReservedHandles {
     public static let bulkLeaf = TrafficControlHandle(major: 0x7A10)
     public static let dnsLeaf = TrafficControlHandle(major: 0x7A11)
 
-    /// Every qdisc handle linkcond creates below a root it owns, the root included, but the
-    /// leaves of matched conditions (`matchLeaf`).
-    public static let qdiscs = [root, exemptLeaf, bulkLeaf, dnsLeaf]
+    /// The queue below each netem leaf: a pfifo holding the packets that wait for the class's
+    /// rate, so that the packets a full queue drops are counted apart from those the profile's
+    /// loss drops (netem counts both as its own drops).
+    public static let bulkQueue = TrafficControlHandle(major: 0x7A20)
+    public static let dnsQueue = TrafficControlHandle(major: 0x7A21)
 
-    /// Slots of conditions with a match: 1 up to this. Slot `n` has the class `7a00:(4000+n)`
-    /// and the leaf `(4000+n):`, both below the 0x8000 majors the kernel hands out.
+    /// Every qdisc handle linkcond creates below a root it owns, the root included, but the
+    /// leaves of matched conditions and their queues (`matchLeaf`, `matchQueue`).
+    public static let qdiscs = [root, exemptLeaf, bulkLeaf, dnsLeaf, bulkQueue, dnsQueue]
+
+    /// Slots of conditions with a match: 1 up to this. Slot `n` has the class `7a00:(4000+n)`,
+    /// the leaf `(4000+n):` and its queue `(1000+n):`, all below the 0x8000 majors the kernel
+    /// hands out.
     public static let maximumMatchSlot: UInt16 = 0x2FFF
     static let matchBase: UInt16 = 0x4000
+    static let matchQueueBase: UInt16 = 0x1000
 
     public static func matchClass(_ slot: UInt16) -> TrafficControlHandle {
         TrafficControlHandle(major: root.major, minor: matchBase + slot)
@@ -38,9 +46,32 @@ public enum ReservedHandles {
         TrafficControlHandle(major: matchBase + slot)
     }
 
+    public static func matchQueue(_ slot: UInt16) -> TrafficControlHandle {
+        TrafficControlHandle(major: matchQueueBase + slot)
+    }
+
+    /// Where a netem leaf's queue hangs: netem's one class, `leaf:1`.
+    public static func queueParent(of leaf: TrafficControlHandle) -> TrafficControlHandle {
+        TrafficControlHandle(major: leaf.major, minor: 1)
+    }
+
+    /// The queue below each netem leaf.
+    public static func queue(below leaf: TrafficControlHandle) -> TrafficControlHandle? {
+        switch leaf {
+        case bulkLeaf: return bulkQueue
+        case dnsLeaf: return dnsQueue
+        default:
+            guard leaf.minor == 0, (matchBase + 1...matchBase + maximumMatchSlot).contains(leaf.major) else { return nil }
+            return matchQueue(leaf.major - matchBase)
+        }
+    }
+
     /// Whether a qdisc below linkcond's root is one linkcond creates.
     public static func isLinkcondQdisc(_ handle: TrafficControlHandle) -> Bool {
-        qdiscs.contains(handle) || (handle.minor == 0 && (matchBase + 1...matchBase + maximumMatchSlot).contains(handle.major))
+        guard !qdiscs.contains(handle) else { return true }
+        guard handle.minor == 0 else { return false }
+        return (matchBase + 1...matchBase + maximumMatchSlot).contains(handle.major)
+            || (matchQueueBase + 1...matchQueueBase + maximumMatchSlot).contains(handle.major)
     }
 
     /// The first handle of a matched condition's filters; it has up to 256 (`slot << 8 | n`).

@@ -70,7 +70,7 @@ public final class NetlinkKernel: TrafficControlKernel {
             }
             if survey.root == .ours {
                 survey.classes = try socket.classes(interfaceIndex: interface.index)
-                survey.qdiscs += try qdiscs(attachedAt: leafPlaces(survey.classes), on: interface.index)
+                survey.qdiscs += try leaves(below: survey.classes, on: interface.index)
                 survey.rootFilters = try socket.filters(interfaceIndex: interface.index, parent: ReservedHandles.root)
             }
         }
@@ -78,7 +78,7 @@ public final class NetlinkKernel: TrafficControlKernel {
             survey.ifbQdiscs = try qdiscs(attachedAt: [.root], on: ifb.index)
             if survey.ifbQdiscs.contains(where: { $0.handle == ReservedHandles.root && $0.kind == "htb" }) {
                 survey.ifbClasses = try socket.classes(interfaceIndex: ifb.index)
-                survey.ifbQdiscs += try qdiscs(attachedAt: leafPlaces(survey.ifbClasses), on: ifb.index)
+                survey.ifbQdiscs += try leaves(below: survey.ifbClasses, on: ifb.index)
                 survey.ifbRootFilters = try socket.filters(interfaceIndex: ifb.index, parent: ReservedHandles.root)
             }
         }
@@ -98,9 +98,11 @@ public final class NetlinkKernel: TrafficControlKernel {
         return found
     }
 
-    /// Where linkcond's leaf qdiscs hang: under the classes of its root.
-    private func leafPlaces(_ classes: [ClassInfo]) -> [TrafficControlHandle] {
-        classes.map(\.handle).filter { $0.qdisc == ReservedHandles.root }
+    /// linkcond's leaf qdiscs, under the classes of its root, and the queues below its netems.
+    private func leaves(below classes: [ClassInfo], on interfaceIndex: Int32) throws(NetlinkError) -> [QdiscInfo] {
+        let leaves = try qdiscs(attachedAt: classes.map(\.handle).filter { $0.qdisc == ReservedHandles.root }, on: interfaceIndex)
+        let queuePlaces = leaves.filter { $0.kind == "netem" && ReservedHandles.isLinkcondQdisc($0.handle) }.map { ReservedHandles.queueParent(of: $0.handle) }
+        return leaves + (try qdiscs(attachedAt: queuePlaces, on: interfaceIndex))
     }
 
     /// Looked up on every use: an interface may be recreated with a new index between requests.

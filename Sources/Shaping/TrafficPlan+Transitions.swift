@@ -73,26 +73,29 @@ extension TrafficPlan {
 }
 
 extension DirectionTree {
-    /// Puts `objects` (a matched condition's class and leaf) in place of the ones with their
-    /// handles; false when there are none.
-    mutating func replace(_ objects: (ClassNode, QdiscNode)) -> Bool {
-        guard let classIndex = classes.firstIndex(where: { $0.classID == objects.0.classID }),
-              let leafIndex = leaves.firstIndex(where: { $0.handle == objects.1.handle })
-        else { return false }
+    /// Puts `objects` (a matched condition's class, leaf and queue) in place of the ones with
+    /// their handles; false when there are none.
+    mutating func replace(_ objects: (ClassNode, [QdiscNode])) -> Bool {
+        guard let classIndex = classes.firstIndex(where: { $0.classID == objects.0.classID }) else { return false }
+        let leafIndices = objects.1.map { leaf in leaves.firstIndex { $0.handle == leaf.handle } }
+        guard !leafIndices.contains(nil) else { return false }
         classes[classIndex] = objects.0
-        leaves[leafIndex] = objects.1
+        for (index, leaf) in zip(leafIndices, objects.1) {
+            leaves[index!] = leaf
+        }
         return true
     }
 
     func slotChangeSteps(_ slot: UInt16, to next: DirectionTree) -> [PlannedStep] {
         let classID = ReservedHandles.matchClass(slot)
-        let leafHandle = ReservedHandles.matchLeaf(slot)
         var steps: [PlannedStep] = []
         if let old = classes.first(where: { $0.classID == classID }), let new = next.classes.first(where: { $0.classID == classID }), old != new {
             steps.append(PlannedStep(action: .changeClass(device: device, new), undo: .changeClass(device: device, old)))
         }
-        if let old = leaves.first(where: { $0.handle == leafHandle }), let new = next.leaves.first(where: { $0.handle == leafHandle }), old != new {
-            steps.append(PlannedStep(action: .changeQdisc(device: device, new), undo: .changeQdisc(device: device, old)))
+        for handle in [ReservedHandles.matchLeaf(slot), ReservedHandles.matchQueue(slot)] {
+            if let old = leaves.first(where: { $0.handle == handle }), let new = next.leaves.first(where: { $0.handle == handle }), old != new {
+                steps.append(PlannedStep(action: .changeQdisc(device: device, new), undo: .changeQdisc(device: device, old)))
+            }
         }
         return steps
     }
@@ -127,7 +130,7 @@ extension DirectionTree {
         for filter in filters where filtersNext[filter.identity] == nil {
             steps.append(PlannedStep(action: .deleteFilter(device: device, filter), undo: .addFilter(device: device, filter)))
         }
-        for leaf in leaves where leavesNext[leaf.handle] == nil {
+        for leaf in leaves.reversed() where leavesNext[leaf.handle] == nil {
             steps.append(PlannedStep(
                 action: .deleteQdisc(device: device, parent: leaf.parent, handle: leaf.handle), undo: .addQdisc(device: device, leaf)
             ))
@@ -154,7 +157,7 @@ extension DirectionTree {
             steps.append(PlannedStep(action: .addClass(device: device, node), undo: .deleteClass(device: device, node)))
         }
         for leaf in next.leaves where leavesNow[leaf.handle] == nil {
-            // Goes with its class if a later step fails.
+            // Goes with its class (or its netem) if a later step fails.
             steps.append(PlannedStep(action: .addQdisc(device: device, leaf), undo: nil))
         }
         for filter in next.filters where filtersNow[filter.identity] == nil {

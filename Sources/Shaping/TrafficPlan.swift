@@ -28,6 +28,7 @@ public struct DirectionTree: Hashable, Sendable {
     public var root: QdiscNode
     /// Parents before children.
     public var classes: [ClassNode]
+    /// Each leaf class's qdisc, followed by the queue below it, if any: parents before children.
     public var leaves: [QdiscNode]
     /// In priority order.
     public var filters: [FilterNode]
@@ -69,11 +70,11 @@ public struct NetemSettings: Hashable, Sendable {
     public var delay: Delay
     public var jitter: Delay
     public var loss: LossRate
-    /// Queue length in packets: enough for `rate x delay` plus a bounded queue, never the
-    /// minutes of bufferbloat netem's default of 1000 full-size packets means at 32 kbit/s.
+    /// The packets netem holds, its queue's included: its delay line and the queue below it
+    /// (`Planner.queueLimits`), so that the queue, not netem, drops for room.
     public var limitPackets: UInt32
     /// Correlations, bursts, duplication, corruption, reordering, the jitter's shape; the
-    /// queue's size is in `limitPackets`.
+    /// queue's size is the pfifo's below netem.
     public var impairments: Impairments = Impairments()
 
     public init(delay: Delay, jitter: Delay, loss: LossRate, limitPackets: UInt32, impairments: Impairments = Impairments()) {

@@ -49,12 +49,17 @@ enum Format {
     /// condition's objects were made. Rates need two reads a moment apart: `GET /v1/stats`.
     static func trafficLine(_ traffic: ConditionStatsDocument) -> String? {
         func direction(_ name: String, _ counters: DirectionStatsDocument?) -> String? {
-            counters.map { "\(name) \($0.bytes) bytes, \($0.packets) packets, \($0.droppedPackets) dropped, \($0.queuedPackets) queued" }
+            counters.map { "\(name) \($0.bytes) bytes, \($0.packets) packets, \(dropped($0.droppedPackets, loss: $0.droppedByLoss, queue: $0.droppedByQueue)), \($0.queuedPackets) queued" }
         }
         let directions = [direction("down", traffic.downlink), direction("up", traffic.uplink)].compactMap { $0 }
         return directions.isEmpty ? nil : "traffic: " + directions.joined(separator: "; ")
     }
 
+
+    /// `12 dropped (10 by loss, 2 by a full queue)`, or `0 dropped`.
+    static func dropped(_ total: UInt64, loss: UInt64, queue: UInt64) -> String {
+        total == 0 ? "0 dropped" : "\(total) dropped (\(loss) by loss, \(queue) by a full queue)"
+    }
 
     /// `trace: 12.3s in; down 9.6Mbit now (until 13.0s); up outage, 4kbit (until 16.5s)`: where a
     /// trace-driven profile's traces are, counted from when they began, not wrapped at a period.

@@ -8,8 +8,10 @@ struct RunSummary: Codable, Equatable {
     struct Direction: Codable, Equatable {
         var bytes: UInt64
         var packets: UInt64
-        /// By the profile's loss or a full queue: the kernel counts both as one.
+        /// By the profile's loss and by a full queue, and the two apart.
         var droppedPackets: UInt64
+        var droppedByLoss: UInt64
+        var droppedByQueue: UInt64
     }
 
     /// The condition's id (`eth0`, `pid/4242/eth0` for a sandbox).
@@ -51,15 +53,20 @@ struct RunSummary: Codable, Equatable {
     /// anew meanwhile, and count from zero.
     static func difference(_ before: DirectionStatsDocument?, _ after: DirectionStatsDocument?) -> Direction? {
         guard let before, let after else { return nil }
-        let fresh = after.bytes < before.bytes || after.packets < before.packets || after.droppedPackets < before.droppedPackets
+        let fresh = after.bytes < before.bytes || after.packets < before.packets
+            || after.droppedByLoss < before.droppedByLoss || after.droppedByQueue < before.droppedByQueue
+        func grown(_ counter: KeyPath<DirectionStatsDocument, UInt64>) -> UInt64 {
+            after[keyPath: counter] - (fresh ? 0 : before[keyPath: counter])
+        }
         return Direction(
-            bytes: after.bytes - (fresh ? 0 : before.bytes),
-            packets: after.packets - (fresh ? 0 : before.packets),
-            droppedPackets: after.droppedPackets - (fresh ? 0 : before.droppedPackets)
+            bytes: grown(\.bytes), packets: grown(\.packets),
+            droppedPackets: grown(\.droppedByLoss) + grown(\.droppedByQueue),
+            droppedByLoss: grown(\.droppedByLoss), droppedByQueue: grown(\.droppedByQueue)
         )
     }
 
-    /// `Slow Net on eth0 for 12.3 s: down 1234 bytes, 10 packets, 0 dropped; up …`, or under a
+    /// `Slow Net on eth0 for 12.3 s: down 1234 bytes, 10 packets, 2 dropped (2 by loss, 0 by a
+    /// full queue); up …`, or under a
     /// scenario `scenario 'Subway' on eth0 for 40.0 s (1. Good Signal 30.0 s, 2. Tunnel 10.0 s): …`
     var line: String {
         var line = "\(scenario.map { "scenario '\($0)'" } ?? profile) on \(condition) for \(Self.tenths(seconds)) s"
@@ -68,7 +75,7 @@ struct RunSummary: Codable, Equatable {
         }
         if ended != "released" { line += " (it ended early: \(ended))" }
         let directions = [("down", downlink), ("up", uplink)].compactMap { name, counters in
-            counters.map { "\(name) \($0.bytes) bytes, \($0.packets) packets, \($0.droppedPackets) dropped" }
+            counters.map { "\(name) \($0.bytes) bytes, \($0.packets) packets, \(Format.dropped($0.droppedPackets, loss: $0.droppedByLoss, queue: $0.droppedByQueue))" }
         }
         return directions.isEmpty ? line : line + ": " + directions.joined(separator: "; ")
     }

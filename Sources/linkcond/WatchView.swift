@@ -43,7 +43,7 @@ struct WatchView {
                 guard let direction else { continue }
                 let spark = Self.sparkline(rates[name + " " + condition.id] ?? [])
                 lines.append("  \(name.padding(5))\(spark.padding(Self.kept + 1))\(Self.rate(direction.bitsPerSecond).padding(13))"
-                    + "\(direction.droppedPackets) dropped\(Self.perSecond(direction.droppedPerSecond)), "
+                    + "\(direction.droppedPackets) dropped\(Self.dropDetail(direction)), "
                     + "\(direction.queuedPackets) queued (\(direction.queuedBytes) bytes)")
             }
         }
@@ -58,7 +58,7 @@ struct WatchView {
             let counters = stats.conditions.first { $0.id == condition.id }
             let directions = [("down", counters?.downlink), ("up", counters?.uplink)].compactMap { name, direction in
                 direction.map {
-                    "\(name) \(Self.rate($0.bitsPerSecond)) \($0.bytes) bytes \($0.droppedPackets) dropped \($0.queuedPackets) queued"
+                    "\(name) \(Self.rate($0.bitsPerSecond)) \($0.bytes) bytes \($0.droppedPackets) dropped \($0.droppedByLoss) loss \($0.droppedByQueue) queue-full \($0.queuedPackets) queued"
                 }
             }
             var line = "\(stats.at) \(condition.id) \(condition.profile?.name ?? "off")"
@@ -90,8 +90,11 @@ struct WatchView {
         return number + " " + unit
     }
 
-    private static func perSecond(_ value: Double?) -> String {
-        guard let value, value > 0 else { return "" }
-        return " (\(Int(value.rounded()))/s)"
+    /// ` (7/s; 5 loss, 2 queue full)`: the drops' rate and reasons, when there are any.
+    private static func dropDetail(_ direction: DirectionStatsDocument) -> String {
+        var parts: [String] = []
+        if let rate = direction.droppedPerSecond, rate > 0 { parts.append("\(Int(rate.rounded()))/s") }
+        if direction.droppedPackets > 0 { parts.append("\(direction.droppedByLoss) loss, \(direction.droppedByQueue) queue full") }
+        return parts.isEmpty ? "" : " (" + parts.joined(separator: "; ") + ")"
     }
 }

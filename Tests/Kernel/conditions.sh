@@ -271,16 +271,20 @@ after=$(stats_now)
 check_equal "counters: the server got none of the 200 sent up, the client all 200 sent down" "0 200" \
     "$(jq -r '[.[].received] | map(tostring) | join(" ")' "$WORK/counters.loss.json" 2>/dev/null)"
 check_range "counters: uplink, dropped by the profile's 100% loss" "$(counted .uplink.droppedPackets "$before" "$after")" 200 210 packets "the 200 sent"
+check_equal "counters: uplink, those drops are the loss's, none the queue's (droppedByLoss, droppedByQueue)" \
+    "$(counted .uplink.droppedPackets "$before" "$after") 0" \
+    "$(counted .uplink.droppedByLoss "$before" "$after") $(counted .uplink.droppedByQueue "$before" "$after")"
 check_range "counters: uplink, carried under 100% loss" "$(counted .uplink.packets "$before" "$after")" 0 5 packets "none of them"
 check_range "counters: downlink, carried" "$(counted .downlink.packets "$before" "$after")" 200 210 packets "the 200 sent"
 check_range "counters: downlink, bytes carried" "$(counted .downlink.bytes "$before" "$after")" 15200 18900 bytes "200 frames of 76-90 bytes"
 check_range "counters: downlink, dropped" "$(counted .downlink.droppedPackets "$before" "$after")" 0 0 packets "none"
 lc_capture status
 check_contains "status shows the counters on a traffic line" "$LC_OUT" "traffic: down "
-metric() { timeout 10 curl -s --unix-socket "$SOCK" http://linkcond/metrics | awk -v k="$1{condition=\"$IF_C\",direction=\"$2\"}" '$1 == k { print $2 }'; }
-check_equal "GET /metrics: the same counters, for Prometheus (uplink dropped, downlink packets)" \
-    "$(jq -r '"\(.uplink.droppedPackets) \(.downlink.packets)"' <<<"$after")" \
-    "$(metric linkcond_dropped_packets_total up) $(metric linkcond_packets_total down)"
+# metric NAME DIRECTION [MORE LABELS]: one sample of the condition's.
+metric() { timeout 10 curl -s --unix-socket "$SOCK" http://linkcond/metrics | awk -v k="$1{condition=\"$IF_C\",direction=\"$2\"${3:+,$3}}" '$1 == k { print $2 }'; }
+check_equal "GET /metrics: the same counters, for Prometheus (uplink dropped by loss and by the queue, downlink packets)" \
+    "$(jq -r '"\(.uplink.droppedByLoss) \(.uplink.droppedByQueue) \(.downlink.packets)"' <<<"$after")" \
+    "$(metric linkcond_dropped_packets_total up 'reason="loss"') $(metric linkcond_dropped_packets_total up 'reason="queue"') $(metric linkcond_packets_total down)"
 # The same series (names and labels: a counter may move between the two reads).
 series() { grep -v '^#' | awk '{ print $1 }' | sort; }
 check_equal "--metrics-listen $METRICS_ADDRESS: the same series over TCP; the rest of the API is not there" "same 404" \
@@ -296,11 +300,14 @@ note "hostile, metrics listener: $(jq -c '{requests, answers, by_status, failure
 { jq -c '.examples[]?' "$WORK/hostile-tcp.json" 2>/dev/null || true; } | head -5 | sed 's/^/      /'
 check_equal "hostile bytes to --metrics-listen: every answer a 4xx JSON error or a scrape, none hung; it serves on" "0 broken, 200" \
     "$(jq -r .failures "$WORK/hostile-tcp.json" 2>/dev/null || echo null) broken, $(cli timeout 10 curl -s -o /dev/null -w '%{http_code}' "http://$METRICS_ADDRESS/metrics")"
-# A burst of 300 into 4 kbit/s: htb lets its 1600-byte bucket through, netem queues 32 (its
-# least), the rest is dropped; the queue then drains at the rate for about five seconds.
+# A burst of 300 into 4 kbit/s: htb lets its 1600-byte bucket through, the queue below netem
+# holds 32 (its least), the rest is dropped; the queue then drains at the rate for about five
+# seconds. The packets reach the queue, and its drops are counted, when the link next takes one
+# (at 4 kbit/s a 90-byte frame every 180 ms): the first reading waits that long.
 lc activate "LC Test Queue" >/dev/null
 before=$(stats_now)
 probe_cli 90 loss --ctl "$CTL" --count 300 --gap 0.0003 --grace 0.1 --task "up:$S4" >/dev/null || true
+snooze 0.4
 first=$(stats_now)
 snooze 1.5
 second=$(stats_now)
@@ -318,6 +325,9 @@ check_equal "watch: the uplink's drops on its last line, since the condition's o
     "$(tail -1 "$WORK/watch.out" | sed -n 's/.*; up [^;]* bytes \([0-9]*\) dropped.*/\1/p' | grep . || echo null)"
 note "counters: before $before; after the burst $first; 1.5 s later $second; drained $drained"
 check_range "counters: a full queue's drops" "$(counted .uplink.droppedPackets "$before" "$first")" 200 280 packets "300 less the bucket's and the queue's"
+check_equal "counters: those drops are the queue's, none the loss's (droppedByQueue, droppedByLoss)" \
+    "$(counted .uplink.droppedPackets "$before" "$first") 0" \
+    "$(counted .uplink.droppedByQueue "$before" "$first") $(counted .uplink.droppedByLoss "$before" "$first")"
 check_range "counters: queued just after the burst" "$(jq -r '.uplink.queuedPackets // "null"' <<<"$first")" 1 32 packets "up to the queue's 32"
 check_rel "counters: the rate while the queue drains, over the time between two reads" "$(jq -r '.uplink.bitsPerSecond // "null"' <<<"$second")" 4000 25 bit/s
 check_range "counters: carried, dropped and queued add up to what was sent" \
@@ -331,8 +341,10 @@ lc_capture run --profile "LC Test Drop" --json-summary "$WORK/run-summary.json" 
 check_contains "run: one line on stderr when the command ends" "$LC_ERR" "LC Test Drop on $IF_C for "
 check_equal "run --json-summary: the condition, profile, status and how it ended" "$IF_C LC Test Drop 0 released" \
     "$(jq -r '"\(.condition) \(.profile) \(.exitStatus) \(.ended)"' "$WORK/run-summary.json" 2>/dev/null)"
-check_range "run --json-summary: uplink packets dropped while the command ran" \
-    "$(json "$WORK/run-summary.json" .uplink.droppedPackets)" 100 105 packets "the 100 it sent"
+check_range "run --json-summary: uplink packets dropped by the loss while the command ran" \
+    "$(json "$WORK/run-summary.json" .uplink.droppedByLoss)" 100 105 packets "the 100 it sent"
+check_equal "run --json-summary: and none by the queue; all the drops" "0 $(json "$WORK/run-summary.json" .uplink.droppedByLoss)" \
+    "$(json "$WORK/run-summary.json" .uplink.droppedByQueue) $(json "$WORK/run-summary.json" .uplink.droppedPackets)"
 check_equal "run: the condition from before is back" "LC Test A" \
     "$(list_json | jq -r --arg id "$IF_C" '.conditions[] | select(.id == $id) | .profile.name // "off"')"
 

@@ -146,8 +146,13 @@ log "40. lane $LANE: a queue's size: the delay under a saturating flood, and dro
 # catches up in bursts now, which the full queue drops as a real bottleneck would, and what gets
 # through is judged against the link's capacity, the drops against what was actually offered.
 FRAME_BITS=$((1466 * 8)) FLOOD_SECONDS=8
+# downlink_drops: the condition's downlink drops by its loss and by its queue, from the daemon.
+downlink_drops() {
+    timeout 10 curl -s --unix-socket "$SOCK" http://linkcond/v1/stats | jq -r '.conditions[0].downlink // {} | "\(.droppedByLoss // "null") \(.droppedByQueue // "null")"'
+}
 for ms in 50 200; do
     lc activate "LC Queue $ms" >/dev/null
+    drops_before=$(downlink_drops)
     probe_cli 60 oneway --dir down --host "$S4" --ctl "$CTL" --rate 600 --duration "$FLOOD_SECONDS" --pad 1400 \
         --catch-up 1000 >"$WORK/queue$ms.json" || echo '{}' >"$WORK/queue$ms.json"
     note "queue ${ms}ms: $(jq -c '.down | {sent, received, median_ms, min_ms, max_ms}' "$WORK/queue$ms.json" 2>/dev/null)"
@@ -161,6 +166,17 @@ for ms in 50 200; do
     check_range "queue ${ms}ms: drops beyond it (what got through: 4 Mbit/s for ${FLOOD_SECONDS} s, and the queue's drain)" "$received" \
         "$(awk -v c="$capacity" 'BEGIN { printf "%d", 0.92 * c }')" "$(awk -v c="$capacity" 'BEGIN { printf "%d", 1.03 * c }')" frames "$capacity" \
         "$(awk -v s="$sent" -v r="$received" 'BEGIN { if (s > 0) printf " of %d offered, %.1f%% dropped", s, 100 * (s - r) / s }')"
+    # The frames that did not arrive were the full queue's drops, and GET /v1/stats counts them
+    # as such: none as the profile's loss, which it has none of.
+    read -r loss_before queue_before <<<"$drops_before"
+    read -r loss_after queue_after <<<"$(downlink_drops)"
+    missing=$(awk -v s="$sent" -v r="$received" 'BEGIN { print (s == "null" || r == "null") ? "null" : s - r }')
+    check_range "queue ${ms}ms: GET /v1/stats counts the missing frames as the queue's drops (droppedByQueue)" \
+        "$(awk -v a="$queue_after" -v b="$queue_before" 'BEGIN { print (a == "null" || b == "null") ? "null" : a - b }')" \
+        "$(awk -v m="$missing" 'BEGIN { print m == "null" ? 0 : m - 3 }')" "$(awk -v m="$missing" 'BEGIN { print m == "null" ? 0 : m + 3 }')" \
+        frames "the $missing that did not arrive"
+    check_equal "queue ${ms}ms: and none as the profile's loss (droppedByLoss)" 0 \
+        "$(awk -v a="$loss_after" -v b="$loss_before" 'BEGIN { print (a == "null" || b == "null") ? "null" : a - b }')"
 done
 lc off >/dev/null
 

@@ -100,7 +100,7 @@ pkill -KILL -f "sleep 172" || true
 # A sandbox's build counts its plumbing first: the veth pair, two addresses, forwarding on its
 # host end, three links up, the default route, forwarding on each uplink where it was off (the
 # daemon's interface here: this namespace has no default route), then its NAT table; then its
-# tree inside the sandbox, as a whole interface's (48).
+# tree inside the sandbox, as a whole interface's (51).
 run_isolated_in_background() {
     ip netns exec "$NS_C" "$BIN/linkcond" --socket "$SOCK" run --isolated --profile "LC Test A" -- sleep "$1" >/dev/null 2>"$WORK/iso-bg.err" &
     RUN_PID=$!
@@ -110,8 +110,8 @@ before=$(executed_steps)
 run_isolated_in_background 173
 wait_listed 1 || true
 sandbox_steps=$(( $(executed_steps) - before ))
-check_equal "a sandbox's build: steps (counted by the daemon), $plumbing_steps of plumbing and a whole interface's 48" \
-    $((plumbing_steps + 48)) "$sandbox_steps"
+check_equal "a sandbox's build: steps (counted by the daemon), $plumbing_steps of plumbing and a whole interface's 51" \
+    $((plumbing_steps + 51)) "$sandbox_steps"
 kill -KILL "$RUN_PID"; wait "$RUN_PID" 2>/dev/null || true
 pkill -KILL -f "sleep 173" || true
 wait_no_leftovers || true

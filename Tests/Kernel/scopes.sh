@@ -97,8 +97,8 @@ peer_profile() { list_json | jq -r --arg id "$IF_C@$NEW_PEER" '[.conditions[]? |
 # the steps are counted, and the client checked, with `lc`.
 declare -A PEER_TREE
 # kill_peer_change FROM TO STEPS [K...]: SIGKILL before each step of the peer's FROM -> TO (or
-# before steps K... of it), which takes STEPS (a class, a leaf and a filter each way for a build;
-# the two leaves for a switch), and a restart each time.
+# before steps K... of it), which takes STEPS (a class, a leaf, its queue and a filter each way
+# for a build; the two leaves and their queues for a switch), and a restart each time.
 kill_peer_change() {
     local from=$1 to=$2 expected=$3 before steps k ks n killed=0 consistent=0 first_bad="" now tree
     shift 3
@@ -197,7 +197,7 @@ if part peers; then
     before=$(executed_steps)
     lc activate --to "$S4B" --interface "$IF_C" "Nasty Net" >/dev/null
     switch_steps=$(( $(executed_steps) - before ))
-    check_max "switching one peer's profile: kernel steps" "$switch_steps" 4 steps "its own class and leaf, in each direction"
+    check_max "switching one peer's profile: kernel steps" "$switch_steps" 4 steps "its own leaf and queue, in each direction"
     lc activate --to "$S4B" --interface "$IF_C" "LC Test B" >/dev/null
     check_equal "and back: the whole tree as it was" "$SIG" "$(tree_c)"
 
@@ -216,8 +216,8 @@ if part peers; then
         lc activate --to "$NEW_PEER" "$profile" >/dev/null
         PEER_TREE[$profile]=$(tree_c)
     done
-    kill_peer_change off "LC Test B" 6
-    kill_peer_change "LC Test B" "Nasty Net" 2
+    kill_peer_change off "LC Test B" 8
+    kill_peer_change "LC Test B" "Nasty Net" 4
     lc off --to "$NEW_PEER" >/dev/null
     check_equal "and off: the tree of the four peers and the whole interface" "${PEER_TREE[off]}" "$(tree_c)"
 
@@ -238,8 +238,8 @@ fi
 if part more; then
     log "27. lane $LANE: a peer's condition alone, SIGKILL before steps of its build"
     # A peer's condition alone, on an interface with nothing of linkcond's: its build makes the whole
-    # tree as well as the peer's own objects, 38 steps (the IFB; on each side the root, the default
-    # class and its queue, the 10 exemption filters, the peer's class, leaf and filter; the ingress
+    # tree as well as the peer's own objects, 40 steps (the IFB; on each side the root, the default
+    # class and its queue, the 10 exemption filters, the peer's class, leaf, queue and filter; the ingress
     # qdisc and its 4 redirects). The daemon SIGKILLs itself before chosen steps of it; each restart
     # leaves nothing or all of it.
     lc activate --to "$NEW_PEER" "LC Test B" >/dev/null
@@ -247,7 +247,7 @@ if part more; then
     lc off --to "$NEW_PEER" >/dev/null
     PEER_TREE[off]=$(tree_c)
     check_equal "off for the only peer: the interface as before any condition" "$IDLE" "${PEER_TREE[off]}"
-    PEER_CHANGE="a peer alone" kill_peer_change off "LC Test B" 38 0 1 5 15 25 37
+    PEER_CHANGE="a peer alone" kill_peer_change off "LC Test B" 40 0 1 5 15 25 39
 fi
 lc off --all >/dev/null
 daemon_stop TERM

@@ -383,10 +383,10 @@ check_bool "Black Hole ARP after neigh flush" "TCP/22 over IPv4 connects" "echo 
 # (Lanes 3, 5 and 6 are Tests/Kernel/conditions.sh's, scopes.sh's and sandboxes.sh's.)
 log "11, 12. SIGKILL at every step and at random, and a failure at every step: in three lanes alongside"
 CRASH_LANES=(1 2 4)
-# The build's 48 restarts take the longest: lane 4, whose injected faults need no restart, takes
-# the last 12 of them, so that the three lanes end about together (build alone took 1090 s, the
+# The build's 51 restarts take the longest: lane 4, whose injected faults need no restart, takes
+# the last 13 of them, so that the three lanes end about together (build alone took 1090 s, the
 # faults 540 s, at nice 19 beside the main lane).
-declare -A CRASH_PARTS=([1]="build:0-35" [2]="switch teardown random" [4]="build:36-47 faults") LANE_PIDS=()
+declare -A CRASH_PARTS=([1]="build:0-37" [2]="switch teardown random" [4]="build:38-50 faults") LANE_PIDS=()
 # Each lane reads its own copy of the profiles: section 14 edits Slow Net's file meanwhile, and a
 # lane's daemon restarting in that window would build the edited values.
 for lane in "${CRASH_LANES[@]}"; do

@@ -5,12 +5,15 @@ import Testing
 
 @Suite("run: the summary when the command ends")
 struct RunSummaryTests {
-    static func counters(_ id: String, down: (UInt64, UInt64, UInt64), up: (UInt64, UInt64, UInt64)) -> ConditionStatsDocument {
-        ConditionStatsDocument(
-            id: id, profile: "Slow Net",
-            uplink: DirectionStatsDocument(bytes: up.0, packets: up.1, droppedPackets: up.2, queuedPackets: 0, queuedBytes: 0),
-            downlink: DirectionStatsDocument(bytes: down.0, packets: down.1, droppedPackets: down.2, queuedPackets: 0, queuedBytes: 0)
-        )
+    /// Each direction's bytes, packets, drops by loss and drops by a full queue.
+    static func counters(_ id: String, down: (UInt64, UInt64, UInt64, UInt64), up: (UInt64, UInt64, UInt64, UInt64)) -> ConditionStatsDocument {
+        func direction(_ counts: (UInt64, UInt64, UInt64, UInt64)) -> DirectionStatsDocument {
+            DirectionStatsDocument(
+                bytes: counts.0, packets: counts.1, droppedPackets: counts.2 + counts.3, droppedByLoss: counts.2, droppedByQueue: counts.3,
+                queuedPackets: 0, queuedBytes: 0
+            )
+        }
+        return ConditionStatsDocument(id: id, profile: "Slow Net", uplink: direction(up), downlink: direction(down))
     }
 
     static func released(_ id: String) -> LeaseOutcome {
@@ -24,12 +27,12 @@ struct RunSummaryTests {
     func growth() {
         let summary = RunSummary(
             condition: "eth0", profile: "Slow Net", seconds: 12.34, exitStatus: 0, ended: Self.released("eth0"),
-            before: Self.counters("eth0", down: (1000, 10, 1), up: (500, 5, 0)),
-            after: Self.counters("eth0", down: (5000, 40, 3), up: (900, 9, 2))
+            before: Self.counters("eth0", down: (1000, 10, 1, 0), up: (500, 5, 0, 0)),
+            after: Self.counters("eth0", down: (5000, 40, 2, 1), up: (900, 9, 0, 2))
         )
-        #expect(summary.downlink == RunSummary.Direction(bytes: 4000, packets: 30, droppedPackets: 2))
-        #expect(summary.uplink == RunSummary.Direction(bytes: 400, packets: 4, droppedPackets: 2))
-        #expect(summary.line == "Slow Net on eth0 for 12.3 s: down 4000 bytes, 30 packets, 2 dropped; up 400 bytes, 4 packets, 2 dropped")
+        #expect(summary.downlink == RunSummary.Direction(bytes: 4000, packets: 30, droppedPackets: 2, droppedByLoss: 1, droppedByQueue: 1))
+        #expect(summary.uplink == RunSummary.Direction(bytes: 400, packets: 4, droppedPackets: 2, droppedByLoss: 0, droppedByQueue: 2))
+        #expect(summary.line == "Slow Net on eth0 for 12.3 s: down 4000 bytes, 30 packets, 2 dropped (1 by loss, 1 by a full queue); up 400 bytes, 4 packets, 2 dropped (0 by loss, 2 by a full queue)")
         #expect(summary.ended == "released")
     }
 
@@ -37,14 +40,14 @@ struct RunSummaryTests {
     func freshOrUnread() {
         let summary = RunSummary(
             condition: "pid/42/eth0", profile: "Black Hole", seconds: 0.96, exitStatus: 7, ended: .connectionLost("gone"),
-            before: Self.counters("pid/42/eth0", down: (9000, 90, 0), up: (0, 0, 0)),
-            after: Self.counters("pid/42/eth0", down: (300, 3, 1), up: (0, 0, 4))
+            before: Self.counters("pid/42/eth0", down: (9000, 90, 0, 0), up: (0, 0, 0, 0)),
+            after: Self.counters("pid/42/eth0", down: (300, 3, 1, 0), up: (0, 0, 4, 0))
         )
-        #expect(summary.downlink == RunSummary.Direction(bytes: 300, packets: 3, droppedPackets: 1))
-        #expect(summary.line == "Black Hole on pid/42/eth0 for 1.0 s (it ended early: connection-lost): down 300 bytes, 3 packets, 1 dropped; up 0 bytes, 0 packets, 4 dropped")
+        #expect(summary.downlink == RunSummary.Direction(bytes: 300, packets: 3, droppedPackets: 1, droppedByLoss: 1, droppedByQueue: 0))
+        #expect(summary.line == "Black Hole on pid/42/eth0 for 1.0 s (it ended early: connection-lost): down 300 bytes, 3 packets, 1 dropped (1 by loss, 0 by a full queue); up 0 bytes, 0 packets, 4 dropped (4 by loss, 0 by a full queue)")
         let unread = RunSummary(
             condition: "eth0", profile: "Slow Net", seconds: 2, exitStatus: 0, ended: Self.released("eth0"),
-            before: nil, after: Self.counters("eth0", down: (1, 1, 0), up: (1, 1, 0))
+            before: nil, after: Self.counters("eth0", down: (1, 1, 0, 0), up: (1, 1, 0, 0))
         )
         #expect(unread.line == "Slow Net on eth0 for 2.0 s")
         #expect(unread.downlink == nil)

@@ -19,10 +19,12 @@ struct TrafficLineTests {
         let traffic = ConditionStatsDocument(
             id: "eth0", profile: "Slow Net",
             uplink: DirectionStatsDocument(bytes: 4_200, packets: 40, droppedPackets: 0, queuedPackets: 1, queuedBytes: 60),
-            downlink: DirectionStatsDocument(bytes: 120_000, packets: 90, droppedPackets: 7, queuedPackets: 12, queuedBytes: 18_000, bitsPerSecond: 31_234)
+            downlink: DirectionStatsDocument(
+                bytes: 120_000, packets: 90, droppedPackets: 7, droppedByLoss: 5, droppedByQueue: 2, queuedPackets: 12, queuedBytes: 18_000, bitsPerSecond: 31_234
+            )
         )
         let lines = Format.status(status, traffic: traffic).split(separator: "\n")
         #expect(lines.count == 4)
-        #expect(lines[2] == "traffic: down 120000 bytes, 90 packets, 7 dropped, 12 queued; up 4200 bytes, 40 packets, 0 dropped, 1 queued")
+        #expect(lines[2] == "traffic: down 120000 bytes, 90 packets, 7 dropped (5 by loss, 2 by a full queue), 12 queued; up 4200 bytes, 40 packets, 0 dropped, 1 queued")
     }
 }

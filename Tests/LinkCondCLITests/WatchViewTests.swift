@@ -71,11 +71,11 @@ struct WatchViewTests {
         #expect(lines[0] == "linkcond watch  2026-11-25T10:00:05Z  (Ctrl-C quits)")
         #expect(lines[2] == "eth0: Slow Net, lease 25s left")
         #expect(lines[3].hasPrefix("  down ▁█"))
-        #expect(lines[3].hasSuffix("32 kbit/s    7 dropped (7/s), 3 queued (4500 bytes)"))
+        #expect(lines[3].hasSuffix("32 kbit/s    7 dropped (7/s; 7 loss, 0 queue full), 3 queued (4500 bytes)"))
         #expect(lines[4].hasPrefix("  up   ▁▁"))
         #expect(lines.count == 5, "the condition that is off is not shown")
         #expect(view.plainLines(conditions, Self.stats(32_000, dropped: 7)) == [
-            "2026-11-25T10:00:05Z eth0 Slow Net lease 25s; down 32 kbit/s 9000 bytes 7 dropped 3 queued; up - 100 bytes 0 dropped 0 queued",
+            "2026-11-25T10:00:05Z eth0 Slow Net lease 25s; down 32 kbit/s 9000 bytes 7 dropped 7 loss 0 queue-full 3 queued; up - 100 bytes 0 dropped 0 loss 0 queue-full 0 queued",
         ])
         #expect(view.plainLines(ConditionListResponse(conditions: [Self.status("eth0", nil)]), Self.stats(nil)) == [
             "2026-11-25T10:00:05Z no condition in force",

@@ -86,14 +86,14 @@ struct MatchConditionTests {
         }
         #expect(Self.canonicalState(kernel) == (try Self.built(whole: "Slow Net", [(Self.network, 1, "Nasty Net"), (Self.host, 2, "100% Loss")])))
 
-        // A switch of one match touches only its own class and leaf.
+        // A switch of one match touches only its own class, leaf and queue.
         let mark = kernel.executed.count
         _ = try await conditioner.activate("Slow Net", on: Self.host, by: TestDaemon.root)
         #expect(kernel.executed.count > mark)
         #expect(kernel.executed[mark...].allSatisfy { step in
             switch step {
             case .changeClass(_, let node): node.classID == ReservedHandles.matchClass(2)
-            case .changeQdisc(_, let node): node.handle == ReservedHandles.matchLeaf(2)
+            case .changeQdisc(_, let node): [ReservedHandles.matchLeaf(2), ReservedHandles.matchQueue(2)].contains(node.handle)
             default: false
             }
         })
@@ -108,12 +108,14 @@ struct MatchConditionTests {
 
         var mark = kernel.executed.count
         _ = try await conditioner.deactivate(on: Self.network, by: TestDaemon.root)
-        // Its filters on both devices (one each: any protocol), its leaf and its class.
-        #expect(kernel.executed.count - mark == 6)
+        // Its filters on both devices (one each: any protocol), its queue, its leaf and its class.
+        #expect(kernel.executed.count - mark == 8)
         #expect(kernel.executed[mark...].allSatisfy { step in
             switch step {
             case .deleteFilter(_, let node): node.target == .classify(ReservedHandles.matchClass(1))
-            case .deleteQdisc(_, let parent, let handle): parent == ReservedHandles.matchClass(1) && handle == ReservedHandles.matchLeaf(1)
+            case .deleteQdisc(_, let parent, let handle):
+                (parent == ReservedHandles.matchClass(1) && handle == ReservedHandles.matchLeaf(1))
+                    || (parent == ReservedHandles.queueParent(of: ReservedHandles.matchLeaf(1)) && handle == ReservedHandles.matchQueue(1))
             case .deleteClass(_, let node): node.classID == ReservedHandles.matchClass(1)
             default: false
             }
@@ -219,7 +221,7 @@ struct MatchConditionTests {
         #expect(kernel.executed[switchMark...].allSatisfy { step in
             switch step {
             case .changeClass(_, let node): node.classID == ReservedHandles.matchClass(3)
-            case .changeQdisc(_, let node): node.handle == ReservedHandles.matchLeaf(3)
+            case .changeQdisc(_, let node): [ReservedHandles.matchLeaf(3), ReservedHandles.matchQueue(3)].contains(node.handle)
             default: false
             }
         })

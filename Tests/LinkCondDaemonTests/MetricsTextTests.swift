@@ -13,8 +13,8 @@ struct MetricsTextTests {
     func render() {
         let counters = ConditionCounters(
             id: "eth0", profile: "Slow Net",
-            uplink: TrafficStatistics(packets: 4, bytes: 300, drops: 1, overlimits: 0, queuedPackets: 0, queuedBytes: 0),
-            downlink: TrafficStatistics(packets: 9, bytes: 9000, drops: 0, overlimits: 0, queuedPackets: 2, queuedBytes: 3000)
+            uplink: DirectionCounters(leaves: TrafficStatistics(packets: 4, bytes: 300, drops: 3, overlimits: 0, queuedPackets: 0, queuedBytes: 0), queueDrops: 2),
+            downlink: DirectionCounters(leaves: TrafficStatistics(packets: 9, bytes: 9000, drops: 0, overlimits: 0, queuedPackets: 2, queuedBytes: 3000), queueDrops: 0)
         )
         let text = MetricsText.render([
             .init(id: "eth0", profile: "Slow Net", leaseSecondsLeft: 25, counters: counters),
@@ -27,7 +27,9 @@ struct MetricsTextTests {
         #expect(lines.contains(#"linkcond_lease_seconds_left{condition="eth0"} 25"#))
         #expect(lines.contains(#"linkcond_bytes_total{condition="eth0",direction="down"} 9000"#))
         #expect(lines.contains(#"linkcond_packets_total{condition="eth0",direction="up"} 4"#))
-        #expect(lines.contains(#"linkcond_dropped_packets_total{condition="eth0",direction="up"} 1"#))
+        #expect(lines.contains(#"linkcond_dropped_packets_total{condition="eth0",direction="up",reason="loss"} 1"#))
+        #expect(lines.contains(#"linkcond_dropped_packets_total{condition="eth0",direction="up",reason="queue"} 2"#))
+        #expect(lines.contains(#"linkcond_dropped_packets_total{condition="eth0",direction="down",reason="queue"} 0"#))
         #expect(lines.contains(#"linkcond_queued_bytes{condition="eth0",direction="down"} 3000"#))
         #expect(!text.contains(#"condition="eth1",direction"#), "a condition that is off has no counters")
         #expect(text.hasSuffix("\n"))

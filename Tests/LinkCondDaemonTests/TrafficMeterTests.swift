@@ -14,7 +14,7 @@ struct TrafficMeterTests {
     }
 
     static func reading(_ id: String, up: TrafficStatistics, down: TrafficStatistics) -> ConditionCounters {
-        ConditionCounters(id: id, profile: "Slow Net", uplink: up, downlink: down)
+        ConditionCounters(id: id, profile: "Slow Net", uplink: DirectionCounters(leaves: up, queueDrops: 0), downlink: DirectionCounters(leaves: down, queueDrops: 0))
     }
 
     @Test("A first read has counters and no rate; a second gives rates over the time between")
@@ -69,17 +69,26 @@ struct TrafficMeterTests {
         #expect(put.status == .ok)
         kernel.counters = [
             "eth0": [
-                ReservedHandles.bulkLeaf: Self.counters(bytes: 3000, packets: 3, drops: 1),
-                ReservedHandles.dnsLeaf: Self.counters(bytes: 100, packets: 1),
-                ReservedHandles.exemptLeaf: Self.counters(bytes: 99_999, packets: 99),
+                // netem's drops are its loss's and its queue's: 5 here, 3 of them the queue's.
+                ReservedHandles.bulkLeaf: Self.counters(bytes: 3000, packets: 3, drops: 5),
+                ReservedHandles.bulkQueue: Self.counters(bytes: 3000, packets: 3, drops: 3),
+                ReservedHandles.dnsLeaf: Self.counters(bytes: 100, packets: 1, drops: 1),
+                ReservedHandles.exemptLeaf: Self.counters(bytes: 99_999, packets: 99, drops: 50),
             ],
-            "lc-eth0": [ReservedHandles.bulkLeaf: Self.counters(bytes: 6000, packets: 4, queued: 2)],
+            "lc-eth0": [
+                ReservedHandles.bulkLeaf: Self.counters(bytes: 6000, packets: 4, drops: 2, queued: 2),
+                ReservedHandles.bulkQueue: Self.counters(bytes: 6000, packets: 4, drops: 2, queued: 1),
+            ],
         ]
         let condition = try #require(try await stats().conditions.first)
         #expect(condition.id == "eth0")
         #expect(condition.profile == "Slow Net")
-        #expect(condition.uplink == DirectionStatsDocument(bytes: 3100, packets: 4, droppedPackets: 1, queuedPackets: 0, queuedBytes: 0))
-        #expect(condition.downlink == DirectionStatsDocument(bytes: 6000, packets: 4, droppedPackets: 0, queuedPackets: 2, queuedBytes: 3000))
+        #expect(condition.uplink == DirectionStatsDocument(
+            bytes: 3100, packets: 4, droppedPackets: 6, droppedByLoss: 3, droppedByQueue: 3, queuedPackets: 0, queuedBytes: 0
+        ))
+        #expect(condition.downlink == DirectionStatsDocument(
+            bytes: 6000, packets: 4, droppedPackets: 2, droppedByLoss: 0, droppedByQueue: 2, queuedPackets: 2, queuedBytes: 3000
+        ))
         let post = await router.respond(to: ControlRequest(method: .POST, uri: "/v1/stats", body: [], requester: TestDaemon.root))
         #expect(post.status == .methodNotAllowed)
     }
@@ -93,7 +102,11 @@ struct TrafficMeterTests {
             #expect(reply.status == HTTPResponseStatus.ok, "\(uri): \(String(decoding: reply.body, as: UTF8.self))")
         }
         kernel.counters = [
-            "eth0": [ReservedHandles.matchLeaf(1): Self.counters(bytes: 700, packets: 7, drops: 3), ReservedHandles.bulkLeaf: Self.counters(bytes: 50, packets: 1)],
+            "eth0": [
+                ReservedHandles.matchLeaf(1): Self.counters(bytes: 700, packets: 7, drops: 3),
+                ReservedHandles.matchQueue(1): Self.counters(bytes: 700, packets: 7, drops: 1),
+                ReservedHandles.bulkLeaf: Self.counters(bytes: 50, packets: 1),
+            ],
             "lc-eth0": [ReservedHandles.matchLeaf(1): Self.counters(bytes: 800, packets: 8)],
         ]
         let surveysBefore = kernel.surveys
@@ -101,6 +114,8 @@ struct TrafficMeterTests {
         let stats = try JSONDecoder().decode(StatsResponse.self, from: Data(reply.body))
         #expect(stats.conditions.map(\.id) == ["eth0", "eth0@10.0.0.5"])
         #expect(stats.conditions.last?.uplink?.droppedPackets == 3)
+        #expect(stats.conditions.last?.uplink?.droppedByQueue == 1)
+        #expect(stats.conditions.last?.uplink?.droppedByLoss == 2)
         #expect(stats.conditions.last?.downlink?.bytes == 800)
         #expect(stats.conditions.first?.uplink?.bytes == 50)
         #expect(kernel.surveys - surveysBefore == 1, "one survey for the two conditions of one interface")

@@ -273,7 +273,9 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
         } else if node.parent == .ingressParent {
             guard !device.qdiscs.contains(where: { $0.parent == .ingressParent }) else { throw error(EEXIST, step) }
         } else {
-            guard device.classes.contains(where: { $0.classID == node.parent }) else { throw error(ENOENT, step) }
+            // A class of an htb, or the one class of a netem (`netem:1`), which takes one child.
+            let netemClass = node.parent.minor == 1 && device.qdiscs.contains { $0.handle == node.parent.qdisc && $0.kind == "netem" }
+            guard netemClass || device.classes.contains(where: { $0.classID == node.parent }) else { throw error(ENOENT, step) }
             guard !device.qdiscs.contains(where: { $0.parent == node.parent }) else { throw error(EEXIST, step) }
         }
         device.qdiscs.append(Qdisc(parent: node.parent, handle: node.handle, kind: node.settings.kind, settings: node.settings))
@@ -294,10 +296,10 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
 
     /// Removes a qdisc with its classes, their leaf qdiscs (recursively) and its filters.
     private static func removeTree(_ handle: TrafficControlHandle, from device: inout Device) {
-        let classes = device.classes.filter { $0.classID.qdisc == handle }.map(\.classID)
         device.classes.removeAll { $0.classID.qdisc == handle }
         device.filters[handle] = nil
-        let leaves = device.qdiscs.filter { classes.contains($0.parent) }.map(\.handle)
+        // Children hang from classes of this qdisc: htb's, or netem's one class.
+        let leaves = device.qdiscs.filter { $0.parent.minor != 0 && $0.parent.qdisc == handle && $0.parent != .root && $0.parent != .ingressParent }.map(\.handle)
         device.qdiscs.removeAll { $0.handle == handle }
         for leaf in leaves {
             removeTree(leaf, from: &device)

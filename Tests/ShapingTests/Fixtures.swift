@@ -45,4 +45,12 @@ extension DirectionTree {
         guard case .netem(let settings) = leaves.first(where: { $0.handle == handle })?.settings else { return nil }
         return settings
     }
+
+    /// The packets the queue below the netem `leaf` holds, if it has one.
+    func queueLimit(below leaf: TrafficControlHandle) -> UInt32? {
+        guard let queue = leaves.first(where: { $0.parent == ReservedHandles.queueParent(of: leaf) }),
+              case .pfifo(let limit) = queue.settings
+        else { return nil }
+        return limit
+    }
 }

@@ -74,19 +74,22 @@ struct ImpairmentEncodingTests {
         #expect(Self.settings(jitter: .milliseconds(10), Impairments(keepsOrder: true)).encoded.rateBytesPerSecond == UInt32.max)
     }
 
-    @Test("A queue of its own sizes netem's limit: the delay line and the queue, in full-size frames")
+    @Test("A queue of its own is the pfifo below netem, exactly, in full-size frames; netem holds it and its delay line")
     func queue() {
         let planner = Planner()
-        func limit(_ queue: QueueLimit?) -> UInt32 {
-            Planner.queueLimit(LinkConditions(bandwidth: .mbit(4), delay: .milliseconds(10), impairments: Impairments(queue: queue)), extraDelay: .zero)
+        func limits(_ queue: QueueLimit?) -> (netem: UInt32, queue: UInt32) {
+            Planner.queueLimits(LinkConditions(bandwidth: .mbit(4), delay: .milliseconds(10), impairments: Impairments(queue: queue)), extraDelay: .zero)
         }
-        // 4 Mbit/s is 500 000 B/s: the 10 ms delay line holds 5000 B, 3.3 frames.
-        #expect(limit(.packets(20)) == 24)
-        #expect(limit(.bytes(15140)) == 14)
-        #expect(limit(.milliseconds(50)) == 20)
-        #expect(limit(nil) > limit(.milliseconds(200)))
-        // The queue is netem's limit, not one of its impairments.
-        let plan = planner.netem(LinkConditions(bandwidth: .mbit(4), impairments: Impairments(queue: .packets(5))), extraDelay: .zero)
+        // 4 Mbit/s is 500 000 B/s: 50 ms of it is 25 000 B, 16.5 frames.
+        #expect(limits(.packets(20)).queue == 20)
+        #expect(limits(.bytes(15140)).queue == 10)
+        #expect(limits(.milliseconds(50)).queue == 17)
+        #expect(limits(nil).queue > limits(.milliseconds(200)).queue)
+        // The 10 ms delay line holds 5000 B, 78.1 small frames, beside the queue.
+        #expect(limits(.packets(2000)).netem == 2079)
+        #expect(limits(.packets(20)).netem == Planner.netemLimitFloor)
+        // The queue is the leaf's child, not one of netem's impairments.
+        let plan = planner.netem(LinkConditions(bandwidth: .mbit(4), impairments: Impairments(queue: .packets(5))), extraDelay: .zero, limitPackets: 1000)
         #expect(plan.impairments.queue == nil)
     }
 }

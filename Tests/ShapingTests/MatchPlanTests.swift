@@ -72,12 +72,14 @@ struct MatchPlanTests {
         #expect(Planner().plan(on: Fixtures.target, whole: nil, matches: []) == nil)
     }
 
-    @Test("Matches alone: the exempt class and one class and leaf per match, nothing of the whole interface")
+    @Test("Matches alone: the exempt class and one class, leaf and queue per match, nothing of the whole interface")
     func matchesAlone() {
         let plan = Self.plan([Self.network, Self.host])
         for tree in [plan.uplink, plan.downlink] {
             #expect(tree.classes.map(\.classID) == [ReservedHandles.exemptClass, ReservedHandles.matchClass(1), ReservedHandles.matchClass(2)])
-            #expect(tree.leaves.map(\.handle) == [ReservedHandles.exemptLeaf, ReservedHandles.matchLeaf(1), ReservedHandles.matchLeaf(2)])
+            #expect(tree.leaves.map(\.handle) == [
+                ReservedHandles.exemptLeaf, ReservedHandles.matchLeaf(1), ReservedHandles.matchQueue(1), ReservedHandles.matchLeaf(2), ReservedHandles.matchQueue(2),
+            ])
             #expect(tree.htbClass(ReservedHandles.profileClass) == nil, "no 7a00:3")
             #expect(tree.htbClass(ReservedHandles.bulkClass) == nil)
             #expect(tree.htbClass(ReservedHandles.dnsClass) == nil)
@@ -189,13 +191,13 @@ struct MatchPlanTests {
                 #expect(node.classID == ReservedHandles.matchClass(1))
                 #expect(old.classID == node.classID && old != node)
             case (.changeQdisc(_, let node), .changeQdisc(_, let old)?):
-                #expect(node.handle == ReservedHandles.matchLeaf(1))
+                #expect([ReservedHandles.matchLeaf(1), ReservedHandles.matchQueue(1)].contains(node.handle))
                 #expect(old.handle == node.handle && old != node)
             default:
                 Issue.record("unexpected step \(step.action)")
             }
         }
-        // Class and leaf, on each device.
+        // Class, leaf and queue, on each device.
         #expect(Set(many.map(\.action.device)) == ["eth0", "lc-eth0"])
     }
 
@@ -226,7 +228,7 @@ struct MatchPlanTests {
         #expect(Planner().replacingProfile(of: absent, in: Self.plan(Self.manyMatches(k, first: Fixtures.lte))) == nil)
     }
 
-    @Test("Adding a match adds only its class, leaf and filters, each undone by its removal")
+    @Test("Adding a match adds only its class, leaf, queue and filters, each undone by its removal")
     func addMatch() throws {
         let third = MatchedCondition(slot: 3, match: Self.peer("192.0.2.0/24", port: 53, [.udp]), profile: Fixtures.lte)
         let before = Self.plan(whole: Fixtures.slowNet, [Self.network, Self.host])
@@ -238,6 +240,7 @@ struct MatchPlanTests {
             #expect(filters.count == 1)
             expected += [.addClass(device: tree.device, try #require(tree.htbClass(ReservedHandles.matchClass(3))))]
             expected += [.addQdisc(device: tree.device, try #require(tree.leaves.first { $0.handle == ReservedHandles.matchLeaf(3) }))]
+            expected += [.addQdisc(device: tree.device, try #require(tree.leaves.first { $0.handle == ReservedHandles.matchQueue(3) }))]
             expected += filters.map { .addFilter(device: tree.device, $0) }
         }
         #expect(steps.map(\.action) == expected, "classes and leaves before the filters that lead to them")
@@ -246,7 +249,7 @@ struct MatchPlanTests {
             case (.addClass(let device, let node), .deleteClass(let undoDevice, let undone)?):
                 #expect(device == undoDevice && node == undone)
             case (.addQdisc, nil):
-                break  // goes with its class
+                break  // goes with its class, or its netem
             case (.addFilter(let device, let node), .deleteFilter(let undoDevice, let undone)?):
                 #expect(device == undoDevice && node == undone)
             default:
@@ -255,7 +258,7 @@ struct MatchPlanTests {
         }
     }
 
-    @Test("Removing a match deletes exactly its filters, then its leaf, then its class")
+    @Test("Removing a match deletes exactly its filters, then its queue, its leaf and its class")
     func removeMatch() throws {
         let before = Self.plan(whole: Fixtures.slowNet, [Self.network, Self.host])
         let after = Self.plan(whole: Fixtures.slowNet, [Self.network])
@@ -263,7 +266,9 @@ struct MatchPlanTests {
         var expected: [TrafficStep] = []
         for tree in [before.uplink, before.downlink] {
             let leaf = try #require(tree.leaves.first { $0.handle == ReservedHandles.matchLeaf(2) })
+            let queue = try #require(tree.leaves.first { $0.handle == ReservedHandles.matchQueue(2) })
             expected += Self.filters(of: 2, in: tree).map { .deleteFilter(device: tree.device, $0) }
+            expected += [.deleteQdisc(device: tree.device, parent: queue.parent, handle: queue.handle)]
             expected += [.deleteQdisc(device: tree.device, parent: leaf.parent, handle: leaf.handle)]
             expected += [.deleteClass(device: tree.device, try #require(tree.htbClass(ReservedHandles.matchClass(2))))]
         }

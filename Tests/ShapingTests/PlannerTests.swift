@@ -46,19 +46,41 @@ struct PlannerTests {
         let down = try #require(plan.downlink.netem(ReservedHandles.bulkLeaf))
         #expect(down.loss == .total)
         #expect(down.limitPackets == 1000)
+        #expect(plan.downlink.queueLimit(below: ReservedHandles.bulkLeaf) == 1000)
         let up = try #require(plan.uplink.netem(ReservedHandles.bulkLeaf))
         #expect(up.loss == .none)
         #expect(up.delay == .zero)
     }
 
-    @Test("netem queues hold the delay line in small frames plus a bounded queue, never minutes at low rates")
+    @Test("Queues hold the delay line in small frames plus a bounded queue, never minutes at low rates; netem holds its queue and its delay line")
     func queueLimits() throws {
-        let slow = try #require(Fixtures.plan(Fixtures.slowNet).uplink.netem(ReservedHandles.bulkLeaf))
+        let slowPlan = Fixtures.plan(Fixtures.slowNet)
         // 32 kbit/s x 100 ms / 64 B + 32 kbit/s x 200 ms / 1514 B = 7 packets: the floor applies.
-        #expect(slow.limitPackets == 32)
-        let lte = try #require(Fixtures.plan(Fixtures.lte).downlink.netem(ReservedHandles.bulkLeaf))
+        #expect(slowPlan.uplink.queueLimit(below: ReservedHandles.bulkLeaf) == 32)
+        #expect(slowPlan.uplink.netem(ReservedHandles.bulkLeaf)?.limitPackets == Planner.netemLimitFloor)
+        let ltePlan = Fixtures.plan(Fixtures.lte)
         // 50 Mbit/s x 50 ms / 64 B + 50 Mbit/s x 200 ms / 1514 B = 4882.8 + 825.6 packets.
-        #expect(lte.limitPackets == 5709)
+        #expect(ltePlan.downlink.queueLimit(below: ReservedHandles.bulkLeaf) == 5709)
+        // And netem holds its delay line's 4882.8 on top.
+        #expect(ltePlan.downlink.netem(ReservedHandles.bulkLeaf)?.limitPackets == 10592)
+    }
+
+    @Test("Every netem leaf has a queue below it, and only netem leaves do")
+    func queuesBelowEachNetem() {
+        let plan = Fixtures.plan(Fixtures.slowNet)
+        for tree in [plan.uplink, plan.downlink] {
+            let netems = tree.leaves.filter { $0.settings.kind == "netem" }.map(\.handle)
+            let queued = tree.leaves.filter { $0.parent.minor == 1 && netems.contains($0.parent.qdisc) }.map(\.parent.qdisc)
+            #expect(Set(netems) == Set(queued))
+            #expect(netems.allSatisfy { tree.queueLimit(below: $0) != nil })
+            for netem in netems {
+                // Parents before children, so that a build adds netem before its queue.
+                let netemIndex = tree.leaves.firstIndex { $0.handle == netem }!
+                let queueIndex = tree.leaves.firstIndex { $0.parent == ReservedHandles.queueParent(of: netem) }!
+                #expect(netemIndex < queueIndex)
+            }
+        }
+        #expect(plan.uplink.leaves.count == 5)
     }
 
     @Test("A slow, long link holds a burst of small packets in its delay line")
@@ -66,7 +88,8 @@ struct PlannerTests {
         let conditions = LinkConditions(bandwidth: .mbit(1), delay: .milliseconds(500), loss: LossRate(percent: 10))
         // 500 small datagrams a second for 500 ms: 250 in flight at once, all of which a real
         // link carries (the first version sized for 1514-byte frames held 58 and dropped 77%).
-        #expect(Planner.queueLimit(conditions, extraDelay: .zero) >= 250)
+        let limits = Planner.queueLimits(conditions, extraDelay: .zero)
+        #expect(limits.netem - limits.queue >= 250)
     }
 
     @Test("Jitter and loss reach netem; the DNS leaf gets the same jitter and loss")

@@ -92,8 +92,8 @@ struct KernelSuiteStepCountTests {
     func counts() {
         let slow = Fixtures.plan(Fixtures.slowNet)
         let nasty = Fixtures.plan(Fixtures.nastyNet)
-        #expect(slow.buildSteps.count == 48)
-        #expect(slow.changeSteps(to: nasty)?.count == 8)
+        #expect(slow.buildSteps.count == 51)
+        #expect(slow.changeSteps(to: nasty)?.count == 11)
         #expect(slow.teardownSteps.count == 3)
     }
 }
