@@ -102,7 +102,10 @@ public final class ShapingEngine {
     }
 
     /// Runs `steps` in order; on the first refusal, runs the undo of every completed step in
-    /// reverse and throws the refusal, with any undo that failed in turn.
+    /// reverse and throws the refusal, with any undo that failed in turn. A refused change in
+    /// place is undone too: the kernel may have taken part of it (netem's change sets the limit,
+    /// delay, jitter, loss and reordering before it checks duplication, and keeps them when it
+    /// refuses), and writing the old values back is right either way.
     func perform(_ steps: [PlannedStep]) throws(ShapingError) {
         for (index, step) in steps.enumerated() {
             do {
@@ -111,13 +114,13 @@ public final class ShapingEngine {
             } catch {
                 var failure = ShapingError(step: step.action, refusal: error)
                 logger.warning("\(failure.message); rolling back \(index) completed step(s)")
-                failure.rollbackFailures = rollBack(steps[..<index])
+                failure.rollbackFailures = rollBack(steps[..<index] + (step.action.isChangeInPlace ? [step] : []))
                 throw failure
             }
         }
     }
 
-    private func rollBack(_ completed: ArraySlice<PlannedStep>) -> [String] {
+    private func rollBack(_ completed: [PlannedStep]) -> [String] {
         var failures: [String] = []
         for step in completed.reversed() {
             guard let undo = step.undo else { continue }

@@ -33,6 +33,15 @@ public enum TrafficStep: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the step changes an object's values where it is, which a refusal may have left
+    /// half-changed.
+    var isChangeInPlace: Bool {
+        switch self {
+        case .changeQdisc, .changeClass: return true
+        default: return false
+        }
+    }
+
     /// Whether the kernel answering "no such object" means the step's goal already holds.
     var isRemoval: Bool {
         switch self {

@@ -21,6 +21,7 @@ lane_begin
 profile() { write_profile "$1" "downlink: { $2 }"; }
 profile "LC Plain" "delay: 20ms"
 profile "LC Duplicate" "delay: 20ms, duplicate: 10%"
+write_profile "LC Duplicate Up" "uplink: { delay: 20ms, duplicate: 10% }"
 profile "LC Corrupt" "delay: 20ms, corrupt: 5%"
 profile "LC Reorder" "delay: 20ms, reorder: 10%"
 profile "LC Burst" "burst-loss: { average: 5%, length: 4 }"
@@ -62,6 +63,13 @@ lc activate "LC Duplicate" >/dev/null
 measure duplicate
 check_binomial "duplicate 10%: duplicated packets" "$(stat_of duplicate .duplicates)" "$(stat_of duplicate .sent)" 0.10
 check_equal "duplicate 10%: none lost" 0 "$(stat_of duplicate .lost)"
+# On the uplink, whose tree has two netems (bulk and DNS), the kernel refuses a duplicating one
+# (since 2025; Debian's 6.1.192 does): the change fails naming the refusal, and is rolled back.
+before_tree=$(tree_signature)
+lc_capture activate "LC Duplicate Up"
+check_rc "duplicate on a whole interface's uplink (two netems there): refused" "$LC_RC" nonzero "fails"
+check_contains "the refusal is the kernel's, and says why" "$LC_ERR" "cannot mix duplicating netems"
+check_equal "and rolled back: the downlink's duplication stays as it was" "$before_tree" "$(tree_signature)"
 
 lc activate "LC Corrupt" >/dev/null
 measure corrupt

@@ -33,6 +33,7 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
     private var _devices: [String: Device] = [:]
     private var _executed: [TrafficStep] = []
     private var _refusal: (@Sendable (TrafficStep, Int) -> NetlinkError?)?
+    private var _refusalAfterEffect: (@Sendable (TrafficStep, Int) -> NetlinkError?)?
     private var _counters: [String: [TrafficControlHandle: TrafficStatistics]] = [:]
     private var _surveys = 0
     private var nextIndex: Int32 = 2
@@ -42,6 +43,12 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
     public var refusal: (@Sendable (TrafficStep, Int) -> NetlinkError?)? {
         get { lock.withLock { _refusal } }
         set { lock.withLock { _refusal = newValue } }
+    }
+    /// A refusal the kernel answers after the step took effect, as netem's change does when it
+    /// refuses a duplicating netem beside another (it has set the delay and the rest by then).
+    public var refusalAfterEffect: (@Sendable (TrafficStep, Int) -> NetlinkError?)? {
+        get { lock.withLock { _refusalAfterEffect } }
+        set { lock.withLock { _refusalAfterEffect = newValue } }
     }
     /// What a survey reports as the counters of a qdisc, by device name and handle: the traffic
     /// a test pretends went through it. Others read as having none.
@@ -122,6 +129,13 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
             throw refusal
         }
         _executed.append(step)
+        try apply(step)
+        if let refusal = _refusalAfterEffect?(step, _executed.count - 1) {
+            throw refusal
+        }
+    }
+
+    private func apply(_ step: TrafficStep) throws(NetlinkError) {
         switch step {
         case .createIFB(let name):
             guard _devices[name] == nil else { throw Self.error(EEXIST, step) }

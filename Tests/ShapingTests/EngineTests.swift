@@ -151,6 +151,21 @@ struct RollbackTests {
         #expect(kernel.fullState == before)
     }
 
+    @Test("A change the kernel refuses after taking part of it is written back too", arguments: 0..<switchStepCount)
+    func partlyTakenChange(step failing: Int) throws {
+        let kernel = FakeKernel(interfaces: ["eth0"])
+        let engine = ShapingEngine(kernel: kernel, logger: .quiet)
+        try engine.apply(Fixtures.plan(Fixtures.slowNet))
+        let before = kernel.fullState
+        let offset = kernel.executed.count
+        kernel.refusalAfterEffect = { step, index in index == offset + failing ? FakeKernel.error(EINVAL, step) : nil }
+        let error = #expect(throws: ShapingError.self) {
+            try engine.change(from: Fixtures.plan(Fixtures.slowNet), to: Fixtures.plan(Fixtures.jittery))
+        }
+        #expect(error?.rollbackFailures == [])
+        #expect(kernel.fullState == before)
+    }
+
     @Test("When an undo fails too, the error says so")
     func undoFails() {
         let kernel = FakeKernel(interfaces: ["eth0"])
