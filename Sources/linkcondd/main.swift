@@ -1,5 +1,8 @@
+import LinkCondDaemon
 import NIOCore
 import NIOPosix
+
+HugePages.disableForThisProcess()
 
 // One event loop for everything: NIO's I/O and Swift concurrency share a single thread.
 NIOSingletons.groupLoopCountSuggestion = 1
