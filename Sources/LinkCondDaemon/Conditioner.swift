@@ -48,6 +48,9 @@ public actor Conditioner {
     /// One tree per target, shared by the conditions on it; keyed by the whole interface's id.
     private var targets: [ConditionID: KernelConvergence]
     private var lastLeaseID: UInt64 = 0
+    /// Waiting for a condition in another namespace: the watch over namespaces, which keeps no
+    /// timer while there is none.
+    private var namespaceWaiters: [CheckedContinuation<Void, Never>] = []
     /// Numbers trace playbacks, so that a timer of one that ended does nothing.
     var traceGenerations: UInt64 = 0
     /// Set by `shutdown`: no change is taken after it.
@@ -323,6 +326,28 @@ public actor Conditioner {
 
     // MARK: Namespaces
 
+    /// Returns once some condition is in a network namespace other than the daemon's, at once if
+    /// one is, or when the calling task is cancelled: the namespace watch polls only while it
+    /// has something to watch, so an idle daemon has no timer.
+    public func untilConditionsInOtherNamespaces() async {
+        guard !conditions.keys.contains(where: { $0.namespace != nil }) else { return }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                // Cancelled before this ran: the handler below found nobody to resume.
+                guard !Task.isCancelled else { return continuation.resume() }
+                namespaceWaiters.append(continuation)
+            }
+        } onCancel: {
+            Task { await self.resumeNamespaceWaiters() }
+        }
+    }
+
+    private func resumeNamespaceWaiters() {
+        let waiters = namespaceWaiters
+        namespaceWaiters = []
+        waiters.forEach { $0.resume() }
+    }
+
     /// Ends every condition whose network namespace is gone (its container stopped, `ip netns
     /// delete`), or whose name or PID now means another namespace. The kernel objects went with
     /// the namespace; the condition leaves the set, its lease's client hears why, its state file
@@ -518,6 +543,9 @@ public actor Conditioner {
     func insert(_ condition: Condition) {
         conditions[condition.id] = condition
         targets[condition.id.target] = condition.convergence
+        if condition.id.namespace != nil {
+            resumeNamespaceWaiters()
+        }
     }
 
     /// A condition other than the default one ends with its last profile and lease: it leaves

@@ -32,6 +32,35 @@ struct NamespaceConditionTests {
         #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
     }
 
+    @Test("The namespace watch waits, without a timer, until a condition is in another namespace, or until it is cancelled")
+    func watchWaitsForANamespace() async throws {
+        let namespaces = FakeNamespaces()
+        namespaces.make(at: Self.containerPath)
+        let conditioner = TestDaemon.conditioner(kernel: FakeKernel(), namespaces: namespaces)
+        let watch = Task {
+            await conditioner.untilConditionsInOtherNamespaces()
+            return ContinuousClock.now
+        }
+        _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
+        try await Task.sleep(for: .milliseconds(50))
+        let namespacedAt = ContinuousClock.now
+        _ = try await conditioner.activate("Slow Net", on: Self.container, by: TestDaemon.root)
+        let wokenAt = await watch.value
+        #expect(wokenAt >= namespacedAt, "the host's own condition is nothing to watch")
+        await conditioner.untilConditionsInOtherNamespaces()  // at once while there is one
+
+        _ = try await conditioner.deactivate(on: Self.container, by: TestDaemon.root)
+        let cancelled = Task { await conditioner.untilConditionsInOtherNamespaces() }
+        try await Task.sleep(for: .milliseconds(20))
+        cancelled.cancel()
+        await cancelled.value
+        let cancelledFirst = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            await conditioner.untilConditionsInOtherNamespaces()
+        }
+        await cancelledFirst.value
+    }
+
     @Test("A namespace that does not exist is a 404 naming it, and a daemon without namespaces says so")
     func unknownNamespace() async throws {
         let conditioner = TestDaemon.conditioner(kernel: FakeKernel(), namespaces: FakeNamespaces())
