@@ -36,7 +36,7 @@ public struct DirectionStatsDocument: Codable, Sendable, Equatable {
     /// Carried through the profile: delayed, and sent on at its rate.
     public var bytes: UInt64
     public var packets: UInt64
-    /// Dropped, for either reason below: their sum.
+    /// Dropped, for either reason below: their sum, which the initializer derives.
     public var droppedPackets: UInt64
     /// Dropped by the profile's loss (netem's own drops, less its queue's).
     public var droppedByLoss: UInt64
@@ -52,15 +52,15 @@ public struct DirectionStatsDocument: Codable, Sendable, Equatable {
     public var droppedPerSecond: Double?
 
     public init(
-        bytes: UInt64, packets: UInt64, droppedPackets: UInt64, droppedByLoss: UInt64? = nil, droppedByQueue: UInt64 = 0,
+        bytes: UInt64, packets: UInt64, droppedByLoss: UInt64 = 0, droppedByQueue: UInt64 = 0,
         queuedPackets: UInt64, queuedBytes: UInt64,
         bitsPerSecond: Double? = nil, packetsPerSecond: Double? = nil, droppedPerSecond: Double? = nil
     ) {
         self.bytes = bytes
         self.packets = packets
-        self.droppedPackets = droppedPackets
+        self.droppedPackets = droppedByLoss + droppedByQueue
+        self.droppedByLoss = droppedByLoss
         self.droppedByQueue = droppedByQueue
-        self.droppedByLoss = droppedByLoss ?? droppedPackets - min(droppedByQueue, droppedPackets)
         self.queuedPackets = queuedPackets
         self.queuedBytes = queuedBytes
         self.bitsPerSecond = bitsPerSecond

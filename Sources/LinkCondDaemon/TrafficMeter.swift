@@ -46,8 +46,7 @@ final class TrafficMeter: Sendable {
 
     private static func document(_ current: DirectionCounters, since earlier: Previous?, now: ContinuousClock.Instant) -> DirectionStatsDocument {
         var document = DirectionStatsDocument(
-            bytes: current.bytes, packets: current.packets, droppedPackets: current.drops,
-            droppedByLoss: current.lossDrops, droppedByQueue: current.queueDrops,
+            bytes: current.bytes, packets: current.packets, droppedByLoss: current.lossDrops, droppedByQueue: current.queueDrops,
             queuedPackets: current.queuedPackets, queuedBytes: current.queuedBytes
         )
         // Counters that went down belong to objects made anew (off and on again): no rate.

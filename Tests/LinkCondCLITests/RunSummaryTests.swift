@@ -9,7 +9,7 @@ struct RunSummaryTests {
     static func counters(_ id: String, down: (UInt64, UInt64, UInt64, UInt64), up: (UInt64, UInt64, UInt64, UInt64)) -> ConditionStatsDocument {
         func direction(_ counts: (UInt64, UInt64, UInt64, UInt64)) -> DirectionStatsDocument {
             DirectionStatsDocument(
-                bytes: counts.0, packets: counts.1, droppedPackets: counts.2 + counts.3, droppedByLoss: counts.2, droppedByQueue: counts.3,
+                bytes: counts.0, packets: counts.1, droppedByLoss: counts.2, droppedByQueue: counts.3,
                 queuedPackets: 0, queuedBytes: 0
             )
         }

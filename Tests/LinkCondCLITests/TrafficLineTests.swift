@@ -18,9 +18,9 @@ struct TrafficLineTests {
         )
         let traffic = ConditionStatsDocument(
             id: "eth0", profile: "Slow Net",
-            uplink: DirectionStatsDocument(bytes: 4_200, packets: 40, droppedPackets: 0, queuedPackets: 1, queuedBytes: 60),
+            uplink: DirectionStatsDocument(bytes: 4_200, packets: 40, queuedPackets: 1, queuedBytes: 60),
             downlink: DirectionStatsDocument(
-                bytes: 120_000, packets: 90, droppedPackets: 7, droppedByLoss: 5, droppedByQueue: 2, queuedPackets: 12, queuedBytes: 18_000, bitsPerSecond: 31_234
+                bytes: 120_000, packets: 90, droppedByLoss: 5, droppedByQueue: 2, queuedPackets: 12, queuedBytes: 18_000, bitsPerSecond: 31_234
             )
         )
         let lines = Format.status(status, traffic: traffic).split(separator: "\n")

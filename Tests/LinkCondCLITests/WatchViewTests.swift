@@ -21,9 +21,9 @@ struct WatchViewTests {
         StatsResponse(at: "2026-11-25T10:00:05Z", conditions: [
             ConditionStatsDocument(
                 id: "eth0", profile: "Slow Net",
-                uplink: DirectionStatsDocument(bytes: 100, packets: 2, droppedPackets: 0, queuedPackets: 0, queuedBytes: 0),
+                uplink: DirectionStatsDocument(bytes: 100, packets: 2, queuedPackets: 0, queuedBytes: 0),
                 downlink: DirectionStatsDocument(
-                    bytes: 9000, packets: 10, droppedPackets: dropped, queuedPackets: 3, queuedBytes: 4500,
+                    bytes: 9000, packets: 10, droppedByLoss: dropped, queuedPackets: 3, queuedBytes: 4500,
                     bitsPerSecond: downRate, droppedPerSecond: downRate == nil ? nil : Double(dropped)
                 )
             ),

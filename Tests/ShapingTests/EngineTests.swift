@@ -136,29 +136,27 @@ struct RollbackTests {
         #expect(kernel.fullState == before)
     }
 
-    @Test("A switch that fails at any step restores the old values", arguments: 0..<switchStepCount)
-    func switchFailsAt(step failing: Int) throws {
-        let kernel = FakeKernel(interfaces: ["eth0"])
-        let engine = ShapingEngine(kernel: kernel, logger: .quiet)
-        try engine.apply(Fixtures.plan(Fixtures.slowNet))
-        let before = kernel.fullState
-        let offset = kernel.executed.count
-        kernel.refusal = { step, index in index == offset + failing ? FakeKernel.error(EINVAL, step) : nil }
-        let error = #expect(throws: ShapingError.self) {
-            try engine.change(from: Fixtures.plan(Fixtures.slowNet), to: Fixtures.plan(Fixtures.jittery))
-        }
-        #expect(error?.rollbackFailures == [])
-        #expect(kernel.fullState == before)
+    /// Whether the kernel refuses a step before it takes effect, or after it took part of it, as
+    /// netem's change does when it refuses a duplicating netem beside another.
+    enum Refusal: CaseIterable, Sendable {
+        case before, afterEffect
     }
 
-    @Test("A change the kernel refuses after taking part of it is written back too", arguments: 0..<switchStepCount)
-    func partlyTakenChange(step failing: Int) throws {
+    @Test(
+        "A switch that fails at any step restores the old values, also when the kernel took part of the refused change",
+        arguments: 0..<switchStepCount, Refusal.allCases
+    )
+    func switchFailsAt(step failing: Int, refusal: Refusal) throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
         let engine = ShapingEngine(kernel: kernel, logger: .quiet)
         try engine.apply(Fixtures.plan(Fixtures.slowNet))
         let before = kernel.fullState
         let offset = kernel.executed.count
-        kernel.refusalAfterEffect = { step, index in index == offset + failing ? FakeKernel.error(EINVAL, step) : nil }
+        let refuse: @Sendable (TrafficStep, Int) -> NetlinkError? = { step, index in index == offset + failing ? FakeKernel.error(EINVAL, step) : nil }
+        switch refusal {
+        case .before: kernel.refusal = refuse
+        case .afterEffect: kernel.refusalAfterEffect = refuse
+        }
         let error = #expect(throws: ShapingError.self) {
             try engine.change(from: Fixtures.plan(Fixtures.slowNet), to: Fixtures.plan(Fixtures.jittery))
         }
