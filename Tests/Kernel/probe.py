@@ -250,16 +250,17 @@ class Server:
             pace(t0, seq + 1, gap)
         return now() - t0
 
-    def stream(self, host, port, rid, rate, duration, pad_bytes=STREAM_PAD, catch_up=None):
+    def stream(self, host, port, rid, rate, duration, pad_bytes=STREAM_PAD, catch_up=None, until=None):
         dst = v4mapped((host, port))
         pad = b"\0" * pad_bytes
         gap = 1.0 / rate
-        t0 = began = now()
+        t0 = now()
+        sending = Sending(duration, until)
         seq = 0
         refused = 0
         # The longest run sent back to back to catch up after the sender was held up.
         burst = run = 0
-        while now() - began < duration:
+        while sending:
             try:
                 self.counter.sendto(TSEG.pack(STAMPED, rid, seq, time.monotonic_ns()) + pad, dst)
             except OSError:
@@ -289,7 +290,7 @@ class Server:
                     rep = {"packets": list(self.stamps.get(req["id"], []))}
             elif op == "stream":
                 sent, refused, burst = self.stream(req["host"], req["port"], req["id"], req["rate"], req["duration"],
-                                                   req.get("pad", STREAM_PAD), req.get("catch_up"))
+                                                   req.get("pad", STREAM_PAD), req.get("catch_up"), req.get("until"))
                 rep = {"sent": sent, "send_refused": refused, "longest_burst": burst}
             elif op == "blast":
                 took = self.blast(req["host"], req["port"], req["id"], req["count"], req["gap"])
@@ -347,6 +348,25 @@ def pace(t0, n, gap):
 # catch up, then goes on from where it is: a burst of hundreds could be dropped on its way, and
 # would be counted as the link's loss.
 STREAM_CATCH_UP = 5
+
+
+class Sending:
+    """How long a stream's sender goes on: `duration` seconds, or until the file `until` appears
+    (looked for ten times a second), whichever comes first. A test that must stop a stream at a
+    moment it learns only while the stream runs (a trace's start) makes the file."""
+
+    def __init__(self, duration, until=None):
+        self.end = now() + duration
+        self.until = until
+        self.looked = 0.0
+
+    def __bool__(self):
+        t = now()
+        if self.until and t < self.end and t - self.looked >= 0.1:
+            self.looked = t
+            if os.path.exists(self.until):
+                self.end = t
+        return t < self.end
 
 
 def stream_schedule(t0, sent, gap, catch_up=STREAM_CATCH_UP):
@@ -605,9 +625,10 @@ def stream_up(a, host, out, pad_bytes=STREAM_PAD):
     gap = 1.0 / a.rate
     if getattr(a, "ready", None) and a.dir == "up":
         open(a.ready, "w").close()
-    t0 = began = now()
+    t0 = now()
+    sending = Sending(a.duration, getattr(a, "until", None))
     seq = 0
-    while now() - began < a.duration:
+    while sending:
         try:
             s.send(TSEG.pack(STAMPED, rid, seq, time.monotonic_ns()) + pad)
         except OSError:
@@ -639,7 +660,8 @@ def stream_down(a, host, out, pad_bytes=STREAM_PAD):
     def ask():
         reply.update(ctl_call(a.ctl, {"op": "stream", "host": local, "port": s.getsockname()[1],
                                       "id": rid, "rate": a.rate, "duration": a.duration,
-                                      "pad": pad_bytes, "catch_up": getattr(a, "catch_up", STREAM_CATCH_UP)},
+                                      "pad": pad_bytes, "catch_up": getattr(a, "catch_up", STREAM_CATCH_UP),
+                                      "until": getattr(a, "until", None)},
                               timeout=a.duration + 60))
         done.set()
 
@@ -908,6 +930,7 @@ def main():
     sp.add_argument("--grace", type=float, default=2.0)
     sp.add_argument("--arrivals", action="store_true", help="each frame's arrival, CLOCK_MONOTONIC ns")
     sp.add_argument("--ready", help="file made once downlink frames arrive")
+    sp.add_argument("--until", help="file whose appearance ends the sending before --duration")
 
     sp = sub.add_parser("trickle")
     sp.add_argument("--host", required=True)
