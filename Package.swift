@@ -36,6 +36,8 @@ let package = Package(
         // Starting `linkcond run`'s command with every signal at its default, and a signal
         // handler that passes signals on to it: what must be C.
         .target(name: "CChildProcess"),
+        // A signal handler that writes the signal's number into a pipe the daemon's event loop reads.
+        .target(name: "CSignalPipe"),
         // Safe Swift over libnl. Knows nothing of profiles.
         .target(name: "Netlink", dependencies: ["CNetlink"]),
         // zlib, found through pkg-config: the kernel's configuration is /proc/config.gz.
@@ -84,7 +86,7 @@ let package = Package(
         .target(
             name: "LinkCondDaemon",
             dependencies: [
-                "ControlAPI", "IPAddressText", "Profiles", "Shaping", "Sandboxes", "CMalloc",
+                "ControlAPI", "IPAddressText", "Profiles", "Shaping", "Sandboxes", "CMalloc", "CSignalPipe",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -9,6 +9,7 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
         public static let socket = Code(rawValue: "socket")
         public static let netlink = Code(rawValue: "netlink")
         public static let profiles = Code(rawValue: "profiles")
+        public static let signals = Code(rawValue: "signals")
     }
 
     public var code: Code

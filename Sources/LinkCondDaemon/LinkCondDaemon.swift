@@ -7,9 +7,8 @@ import Sandboxes
 import ServiceLifecycle
 import Synchronization
 import Shaping
-import UnixSignals
 
-/// The daemon as a service: checks, recovery, the control socket, reload on SIGHUP, and a clean stop.
+/// The daemon as a service: checks, recovery, the control socket, reloading profiles, and a clean stop.
 public struct LinkCondDaemon: Service {
     public let configuration: DaemonConfiguration
     public let conditioner: Conditioner
@@ -133,7 +132,6 @@ public struct LinkCondDaemon: Service {
         }
         var serveError: (any Error)?
         await withTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { await reloadOnHangup() }
             tasks.addTask { await endConditionsInVanishedNamespaces() }
             if let metricsServer, let metricsChannel {
                 tasks.addTask { try? await metricsServer.serve(metricsChannel) }
@@ -196,11 +194,10 @@ public struct LinkCondDaemon: Service {
         }
     }
 
-    private func reloadOnHangup() async {
-        for await _ in await UnixSignalsSequence(trapping: .sighup) {
-            logger.notice("SIGHUP: re-reading \(configuration.profileDirectories.joined(separator: ", "))")
-            _ = await conditioner.reload()
-        }
+    /// Re-reads the profile directories (SIGHUP): what `POST /v1/reload` does.
+    public func reloadProfiles(because reason: String) async {
+        logger.notice("\(reason): re-reading \(configuration.profileDirectories.joined(separator: ", "))")
+        _ = await conditioner.reload()
     }
 }
 

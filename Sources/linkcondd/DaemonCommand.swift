@@ -84,10 +84,13 @@ struct DaemonCommand: ParsableCommand {
         _ = try exemptions()
     }
 
-    func start() async throws {
+    func start(tasksOnEventLoop: Bool) async throws {
         let level = logLevel
         LoggingSystem.bootstrap { _ in DaemonLogHandler(level: level) }
         let logger = Logger(label: "linkcondd")
+        if !tasksOnEventLoop {
+            logger.debug("Swift tasks run on libdispatch's threads, not the event loop: NIO found no global-executor hook (a Swift runtime linked in statically hides it)")
+        }
         do {
             if cleanup {
                 return try runCleanup(logger: logger)
@@ -95,10 +98,18 @@ struct DaemonCommand: ParsableCommand {
             let daemon = try await makeDaemon(logger: logger)
             let group = ServiceGroup(configuration: ServiceGroupConfiguration(
                 services: [.init(service: daemon, successTerminationBehavior: .gracefullyShutdownGroup)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             ))
-            try await group.run()
+            try await SignalPipe.handling([SIGTERM, SIGINT, SIGHUP]) { signal in
+                if signal == SIGHUP {
+                    await daemon.reloadProfiles(because: "SIGHUP")
+                } else {
+                    logger.notice("\(signal == SIGTERM ? "SIGTERM" : "SIGINT"): stopping")
+                    await group.triggerGracefulShutdown()
+                }
+            } while: {
+                try await group.run()
+            }
         } catch let error as DaemonError {
             logger.critical("\(error.message)")
             throw ExitCode.failure

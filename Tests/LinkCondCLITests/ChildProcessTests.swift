@@ -59,9 +59,8 @@ struct ChildProcessTests {
         #expect(error?.exitStatus == expected)
     }
 
-    /// SIGHUP is left to the kernel suite: the daemon tests in this process trap it for reload.
     @Test("Signals sent to linkcond reach the command, and linkcond lives to report its status", arguments: [
-        (SIGTERM, 143), (SIGINT, 130), (SIGQUIT, 131), (SIGUSR1, 138),
+        (SIGTERM, 143), (SIGINT, 130), (SIGHUP, 129), (SIGQUIT, 131), (SIGUSR1, 138),
     ] as [(Int32, Int32)])
     func forwarding(signalNumber: Int32, expected: Int32) async throws {
         let child = Task { try await ChildProcess.run(["/bin/sleep", "30"]) }
