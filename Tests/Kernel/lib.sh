@@ -214,15 +214,16 @@ trace_profile() {
 # play_trace PROFILE SECONDS BEFORE OFFER_BPS: SECONDS of the trace-driven profile PROFILE under
 # full-size UDP frames both ways at OFFER_BPS, offered from before it begins, behind the fixed
 # profile BEFORE (so that the trace's first window is a change in place and the shaper's queue
-# is already full). The flow stops 1.5 s after the trace's SECONDS, counted from the start the
-# daemon reports: however long the client took to switch (seconds under a loaded emulation),
-# the flow covers them. Leaves $WORK/KEY.arrivals.json (probe.py udprate --arrivals) and
-# $WORK/KEY.status.json (the status right after, with the trace's start), KEY being PROFILE in
-# lower case with dashes.
+# is already full). The switches go through curl: the client takes seconds of the emulated CPUs
+# that the senders need (a trace's first second was 11% short while it ran). The flow stops
+# 1.5 s after the trace's SECONDS, counted from the start the daemon reports, however long the
+# switch took. Leaves $WORK/KEY.arrivals.json (probe.py udprate --arrivals) and
+# $WORK/KEY.status.json (GET /v1/status right after, with the trace's start), KEY being PROFILE
+# in lower case with dashes.
 play_trace() {
     local key flow_pid start
     key=$(tr ' ' - <<<"${1,,}")
-    lc activate "$3" >/dev/null
+    put_condition "$3"
     rm -f "$WORK/$key.flowing" "$WORK/$key.played"
     probe_cli $(($2 + 160)) udprate --dir both --host "$S4" --ctl "$CTL" --bps "$4" --offer 1 \
         --duration $(($2 + 60)) --until "$WORK/$key.played" --skip 0 --grace 2 --arrivals \
@@ -230,15 +231,15 @@ play_trace() {
     flow_pid=$!
     wait_for_path "$WORK/$key.flowing"
     snooze 1
-    lc activate "$1" >/dev/null
-    lc status --json >"$WORK/$key.status.json"
+    put_condition "$1"
+    timeout 20 curl -s --unix-socket "$SOCK" http://linkcond/v1/status >"$WORK/$key.status.json" || true
     note "$1: $(jq -c '.trace' "$WORK/$key.status.json")"
     start=$(jq -r '.trace.monotonicStartMilliseconds // empty' "$WORK/$key.status.json" 2>/dev/null || true)
     python3 -c 'import sys, time; time.sleep(max(0.0, float(sys.argv[1]) / 1000 + float(sys.argv[2]) - time.monotonic()))' \
         "${start:-0}" "$(($2 + 1)).5" || true
     touch "$WORK/$key.played"
     wait "$flow_pid" || true
-    lc activate "$3" >/dev/null
+    put_condition "$3"
 }
 
 # ------------------------------------------------------------------ daemon

