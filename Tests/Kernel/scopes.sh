@@ -72,8 +72,12 @@ peer_check() {
         return
     fi
     extra=$(minus "$median" "$base")
-    [[ $got == 10 && $extra != null ]] && fcond "$extra $added" 'a >= b - 1 && a <= b + 10' && st=PASS
-    record "$name" "+$added ms, 10/10" "+$extra ms, $got/10" "-1 ms, +10 ms" "$st"
+    # An unshaped path's median against the baseline's is one noisy median against another: one
+    # came 1.5 ms under on a slow day (2026-11-27). A shaped one can only come late.
+    local under=1
+    [[ $added == 0 ]] && under=3
+    [[ $got == 10 && $extra != null ]] && fcond "$extra $added $under" 'a >= b - c && a <= b + 10' && st=PASS
+    record "$name" "+$added ms, 10/10" "+$extra ms, $got/10" "-$under ms, +10 ms" "$st"
 }
 T_A4="udp:$S4:7"; T_B4="udp:$S4:53"; T_C4="udp:$S4B:7"
 T_A6="udp:[$S6]:7"; T_B6="udp:[$S6]:53"; T_C6="udp:[$S6B]:7"
