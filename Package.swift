@@ -38,6 +38,8 @@ let package = Package(
         .target(name: "CChildProcess"),
         // A signal handler that writes the signal's number into a pipe the daemon's event loop reads.
         .target(name: "CSignalPipe"),
+        // Sets the Swift runtime's global-executor hooks, which a statically linked runtime hides from dlsym.
+        .target(name: "CGlobalExecutorHooks"),
         // Safe Swift over libnl. Knows nothing of profiles.
         .target(name: "Netlink", dependencies: ["CNetlink"]),
         // zlib, found through pkg-config: the kernel's configuration is /proc/config.gz.
@@ -98,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "linkcondd",
             dependencies: [
-                "LinkCondDaemon", "HostFacts", "ControlAPI", "Sandboxes",
+                "LinkCondDaemon", "HostFacts", "ControlAPI", "Sandboxes", "CGlobalExecutorHooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -309,11 +309,11 @@ final class LeaseStreams: Sendable {
     func opened() { count.withLock { $0 += 1 } }
     func closed() { count.withLock { $0 -= 1 } }
 
-    /// Waits until every lease stream has closed, or `timeout` passed.
-    func waitUntilClosed(timeout: Duration) async {
+    /// Waits until every lease stream has closed, or `timeout` passed, looking every 10 ms.
+    func waitUntilClosed(timeout: Duration, on loop: any EventLoop) async {
         let deadline = ContinuousClock.now + timeout
         while count.withLock({ $0 }) > 0, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
+            try? await loop.sleep(for: .milliseconds(10))
         }
     }
 }

@@ -172,7 +172,7 @@ public struct LinkCondDaemon: Service {
             logger.error("stopping: \(error)")
             failure = error
         }
-        await server.leaseStreams.waitUntilClosed(timeout: .seconds(2))
+        await server.leaseStreams.waitUntilClosed(timeout: .seconds(2), on: conditioner.eventLoop)
         try? await channel.channel.close()
         try? await metricsChannel?.channel.close()
         return failure
@@ -186,7 +186,7 @@ public struct LinkCondDaemon: Service {
         while !Task.isCancelled {
             await conditioner.untilConditionsInOtherNamespaces()
             do {
-                try await Task.sleep(for: .seconds(1))
+                try await conditioner.eventLoop.sleep(for: .seconds(1))
             } catch {
                 return
             }

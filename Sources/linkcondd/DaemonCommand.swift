@@ -89,7 +89,7 @@ struct DaemonCommand: ParsableCommand {
         LoggingSystem.bootstrap { _ in DaemonLogHandler(level: level) }
         let logger = Logger(label: "linkcondd")
         if !tasksOnEventLoop {
-            logger.debug("Swift tasks run on libdispatch's threads, not the event loop: NIO found no global-executor hook (a Swift runtime linked in statically hides it)")
+            logger.debug("Swift tasks run on libdispatch's threads, not the event loop: the runtime's global-executor hooks were set already")
         }
         do {
             if cleanup {

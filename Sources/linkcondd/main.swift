@@ -4,12 +4,10 @@ import NIOPosix
 
 HugePages.disableForThisProcess()
 
-// One event loop for everything: NIO's I/O and Swift concurrency share a single thread. NIO finds
-// the runtime's hook for it with dlsym, so only in a Swift runtime linked dynamically; without it,
-// tasks run on libdispatch's threads, whose pool monitor wakes the daemon every second for as
-// long as it lives (the release binaries, docs/performance.md). The daemon says so at debug level.
+// One event loop for everything: NIO's I/O and Swift concurrency share a single thread, and no
+// libdispatch pool (whose monitor wakes the process every second) ever starts.
 NIOSingletons.groupLoopCountSuggestion = 1
-let tasksOnEventLoop = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+let tasksOnEventLoop = EventLoopGlobalExecutor.install()
 
 do {
     let command = try DaemonCommand.parse()

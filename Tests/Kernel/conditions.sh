@@ -255,6 +255,9 @@ ip netns del "$NAMED"
 t0=$SECONDS
 until [[ $(conditions_now) == "$IF_C=LC Test A" ]] || ((SECONDS - t0 > 10)); do snooze 0.2; done
 check_range "ip netns del: its condition leaves the list within" "$((SECONDS - t0))" 0 10 s "seconds (the daemon looks every second)"
+# The daemon looked each second while those conditions lived: on its event loop's timer, never
+# through Task.sleep, whose first use starts libdispatch's pool and its once-a-second monitor.
+check_equal "after the namespace watch's seconds: threads in linkcondd not its own (libdispatch's workers)" "0" "$(foreign_threads "$DAEMON_PID")"
 # ------------------------------------------------------------------ 26b
 log "26b. lane $LANE: each direction's counters (GET /v1/stats, status): carried, dropped, queued, rate"
 # The default condition's counters now, from the daemon, as one JSON object.

@@ -465,6 +465,18 @@ downlink_state() {
     fi
 }
 
+# foreign_threads PID: how many of linkcondd's threads are not its own main thread, event loop or
+# NIO's blocking pool, and their names: libdispatch's workers, say, whose pool monitor would wake
+# an idle daemon every second for as long as it lives.
+foreign_threads() {
+    local comm name others=()
+    for comm in /proc/"$1"/task/*/comm; do
+        read -r name <"$comm" 2>/dev/null || continue
+        [[ $name == linkcondd || $name == NIO-SGLTN-* || $name == SGLTN-TP-* ]] || others+=("$name")
+    done
+    echo "${#others[@]}${others[*]:+ (${others[*]})}"
+}
+
 # current_profile: the name of the profile in force, as the daemon says, or "off".
 # Read in the shell (no jq): "off" when the status says "active": false, else the profile
 # object's own "name"; nothing when the daemon does not answer, twice, within 20 s (a lane at the

@@ -863,6 +863,9 @@ failed=$(jq -s '[.[].failures] | add' "${load_files[@]}" 2>/dev/null || echo nul
 check_range "load: answers 200 (409 documented, none expected without a lease)" "$answers" 15000 15000 "of 15000" "all"
 check_equal "load: errors other than 409, and clients that failed" "0 errors, 0 failed" "$others errors, $failed failed"
 check_equal "load: descriptors after the three rounds (none leaked)" "$fds_before" "$fds_after"
+# Every task on the event loop (Sources/linkcondd/EventLoopGlobalExecutor.swift): a libdispatch
+# worker would mean a task scheduled past it, and a pool whose monitor wakes the idle daemon.
+check_equal "load: threads in linkcondd not its own, after 15 000 requests (libdispatch's workers)" "0" "$(foreign_threads "$DAEMON_PID")"
 check_max "load: resident memory, growth in each of rounds 2 and 3 (the smaller)" "$(( growth_2 < growth_3 ? growth_2 : growth_3 ))" 1024 KiB \
     "flat within 1 MB ($rss_first -> $rss_second -> $rss_after KiB; 5000 requests a round)"
 in_force=$(current_profile || true)
