@@ -292,11 +292,17 @@ peer_measure "$T_A4" "$T_C4"
 peer_check "made again: the name's new address under LC Test B" "${PEER_RTT[$T_A4]}" "${BASE[$T_A4]}" 25
 peer_check "made again: its old address unshaped" "${PEER_RTT[$T_C4]}" "${BASE[$T_C4]}" 0
 SIG=$(tree_c)
-t0=$SECONDS
+# The daemon's answer timed through curl, which starts in milliseconds: the client's start beside
+# other lanes under emulation (up to 6 s) once made 10 s of lookup measure 16.
+started=$(date +%s%N)
+code=$(timeout 30 curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" -X PUT -d '{"profile": "Black Hole"}' \
+    "http://linkcond/v1/conditions/$IF_C%40nosuch.lc.test%3A7" || true)
+note "a name that resolves to nothing, through the API: HTTP $code"
+check_max "a name that resolves to nothing: the daemon answers within the lookup's deadline" \
+    "$((($(date +%s%N) - started) / 1000000))" 12000 ms "10 s deadline, then the answer"
 lc_capture activate --to "nosuch.lc.test:7" "Black Hole"
 check_rc "a name that resolves to nothing: refused" "$LC_RC" nonzero "fails"
 check_contains "it says which name could not be looked up" "$LC_ERR" "cannot look up 'nosuch.lc.test'"
-check_max "and answers within the lookup's deadline" "$((SECONDS - t0))" 12 s "10 s deadline, and the client"
 lc_capture activate --to "localhost:8080" "Black Hole"
 check_contains "a name for this machine's own loopback: refused, with the address to use" "$LC_ERR" "--to 127.0.0.1:8080"
 check_equal "the refusals changed nothing" "$SIG" "$(tree_c)"
