@@ -41,27 +41,29 @@ static SWIFTCALL void enqueue_with_deadline(long long sec, long long nsec, long 
     installed_sink(job, remaining > 0 ? (unsigned long long)remaining : 0);
 }
 
-static bool claim(void **hook, void *ours) {
-    void *expected = NULL;
-    return __atomic_compare_exchange_n(hook, &expected, ours, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-}
-
 bool linkcond_global_executor_hooks_install(linkcond_global_job_sink sink) {
     if (sink == NULL || installed_sink != NULL) {
         return false;
     }
+    // Set before the hooks: a job may arrive as soon as the first is claimed.
     installed_sink = sink;
-    if (!claim(&swift_task_enqueueGlobalWithDeadline_hook, (void *)enqueue_with_deadline)) {
-        return false;
-    }
-    if (!claim(&swift_task_enqueueGlobalWithDelay_hook, (void *)enqueue_with_delay)) {
-        __atomic_store_n(&swift_task_enqueueGlobalWithDeadline_hook, NULL, __ATOMIC_SEQ_CST);
-        return false;
-    }
-    if (!claim(&swift_task_enqueueGlobal_hook, (void *)enqueue)) {
-        __atomic_store_n(&swift_task_enqueueGlobalWithDelay_hook, NULL, __ATOMIC_SEQ_CST);
-        __atomic_store_n(&swift_task_enqueueGlobalWithDeadline_hook, NULL, __ATOMIC_SEQ_CST);
-        return false;
+    struct { void **hook; void *ours; } hooks[] = {
+        {&swift_task_enqueueGlobalWithDeadline_hook, (void *)enqueue_with_deadline},
+        {&swift_task_enqueueGlobalWithDelay_hook, (void *)enqueue_with_delay},
+        {&swift_task_enqueueGlobal_hook, (void *)enqueue},
+    };
+    size_t count = sizeof hooks / sizeof hooks[0];
+    for (size_t claimed = 0; claimed < count; claimed++) {
+        void *expected = NULL;
+        if (!__atomic_compare_exchange_n(hooks[claimed].hook, &expected, hooks[claimed].ours, false,
+                                         __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+            while (claimed > 0) {
+                claimed--;
+                __atomic_store_n(hooks[claimed].hook, NULL, __ATOMIC_SEQ_CST);
+            }
+            installed_sink = NULL;
+            return false;
+        }
     }
     return true;
 }

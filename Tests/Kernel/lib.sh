@@ -468,12 +468,15 @@ downlink_state() {
 # foreign_threads PID: how many of linkcondd's threads are not its own main thread, event loop or
 # NIO's blocking pool, and their names: libdispatch's workers, say, whose pool monitor would wake
 # an idle daemon every second for as long as it lives.
+# "no threads read" when there is no such process (a daemon that died must not pass for a clean one).
 foreign_threads() {
-    local comm name others=()
-    for comm in /proc/"$1"/task/*/comm; do
-        read -r name <"$comm" 2>/dev/null || continue
+    local comm name read_any="" others=()
+    for comm in /proc/"${1:-none}"/task/*/comm; do
+        read -r name 2>/dev/null <"$comm" || continue
+        read_any=yes
         [[ $name == linkcondd || $name == NIO-SGLTN-* || $name == SGLTN-TP-* ]] || others+=("$name")
     done
+    [[ -n $read_any ]] || { echo "no threads read (process ${1:-none})"; return; }
     echo "${#others[@]}${others[*]:+ (${others[*]})}"
 }
 

@@ -12,8 +12,9 @@
 typedef void (*linkcond_global_job_sink)(void *job, unsigned long long delay_nanoseconds);
 
 /// Routes the runtime's plain, delayed and deadline enqueues to `sink`. (`Task.sleep` takes none
-/// of these paths in Swift 6.3: it schedules on the default executor, libdispatch.) Returns false, and sets none of them, if any of the hooks is already set. Call it
-/// once, before the first task.
+/// of these paths in Swift 6.3: it schedules on the default executor, libdispatch.) Returns
+/// false, and sets none of them, if any of the hooks is already set. Call it once, before the
+/// first task.
 bool linkcond_global_executor_hooks_install(linkcond_global_job_sink sink);
 
 #endif
