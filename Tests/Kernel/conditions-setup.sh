@@ -76,18 +76,21 @@ measure() {
     RTT6=$(rtt_field "$WORK/rtt.json" "udp:[$2]:7" median_ms)
     GOT=$(( $(rtt_field "$WORK/rtt.json" "udp:$1:7" received | sed 's/null/0/') + $(rtt_field "$WORK/rtt.json" "udp:[$2]:7" received | sed 's/null/0/') ))
 }
+# How much later than BASE + ADDED a shaped round trip may come: it passes two netem delay lines,
+# each firing late under the VM's software emulation, more so while other lanes run beside this
+# one (+2 to +6 ms measured beside the crash lanes; +10.3 ms, a median of 10, beside the
+# impairment lane's 600 frames a second, 2026-11-27). The profiles here differ by 75 ms.
+LATE_MS=12
 # check_added NAME BASE ADDED_MS: both families' round trips are BASE + ADDED, from 1 ms less
-# (the baseline's own spread: netem never sends early) to 10 ms more: a round trip passes two
-# netem delay lines, each firing late under the VM's software emulation, more so while the crash
-# lanes run beside this one (+2 to +6 ms measured). The profiles here differ by 75 ms.
+# (the baseline's own spread: netem never sends early) to LATE_MS more.
 check_added() {
     local name=$1 base=$2 added=$3 family rtt extra st
     for family in 4 6; do
         rtt=$([[ $family == 4 ]] && echo "$RTT4" || echo "$RTT6")
         extra=$(minus "$rtt" "$base")
         st=FAIL
-        [[ $extra != null ]] && fcond "$extra $added" 'a >= b - 1 && a <= b + 10' && st=PASS
-        record "$name, IPv$family" "+$added ms" "+$extra ms ($rtt - base $base)" "-1 ms, +10 ms" "$st"
+        [[ $extra != null ]] && fcond "$extra $added $LATE_MS" 'a >= b - 1 && a <= b + c' && st=PASS
+        record "$name, IPv$family" "+$added ms" "+$extra ms ($rtt - base $base)" "-1 ms, +$LATE_MS ms" "$st"
     done
 }
 # Every condition's document (what `linkcond status --all --json` prints), read with curl: the

@@ -163,8 +163,13 @@ for ms in 50 200; do
     drops_before=$(downlink_drops)
     probe_cli 60 oneway --dir down --host "$S4" --ctl "$CTL" --rate 600 --duration "$FLOOD_SECONDS" --pad 1400 \
         --catch-up 1000 >"$WORK/queue$ms.json" || echo '{}' >"$WORK/queue$ms.json"
-    note "queue ${ms}ms: $(jq -c '.down | {sent, received, median_ms, min_ms, max_ms}' "$WORK/queue$ms.json" 2>/dev/null)"
-    check_range "queue ${ms}ms behind 4 Mbit/s: one-way delay under saturation (median)" "$(json "$WORK/queue$ms.json" .down.median_ms)" \
+    note "queue ${ms}ms: $(jq -c '.down | {sent, received, min_ms, quantiles_ms, max_ms}' "$WORK/queue$ms.json" 2>/dev/null)"
+    # A frame that finds the queue full waits all of it. The upper decile is such frames even when
+    # the sender stalled: between its bursts the queue drains, and the frames of the next burst's
+    # start find it part empty (a median of 47 ms behind the 50 ms queue in CI, 2026-11-27, with
+    # what got through still the link's capacity; 57.5 ms when the sender kept its rate).
+    check_range "queue ${ms}ms behind 4 Mbit/s: one-way delay of a full queue (upper decile, under saturation)" \
+        "$(json "$WORK/queue$ms.json" '.down.quantiles_ms."0.9"')" \
         "$(awk -v q="$ms" 'BEGIN { print 10 + 0.8 * q }')" "$(awk -v q="$ms" 'BEGIN { print 10 + 1.2 * q + 5 }')" ms "about $((10 + ms)) ms"
     sent=$(json "$WORK/queue$ms.json" .down.sent) received=$(json "$WORK/queue$ms.json" .down.received)
     # The link's frames over the flood, and the full queue's draining after it.

@@ -548,7 +548,7 @@ record() {
 }
 
 # awk-evaluated condition over numbers: fcond "a b" 'a < b'
-fcond() { awk -v v="$1" "BEGIN { split(v, x, \" \"); a = x[1]; b = x[2]; c = x[3]; exit !($2) }"; }
+fcond() { awk -v v="$1" "BEGIN { split(v, x, \" \"); a = x[1]; b = x[2]; c = x[3]; d = x[4]; exit !($2) }"; }
 
 # check_rel NAME MEASURED EXPECTED PCT UNIT [DETAIL]: |measured - expected| <= pct% of expected.
 check_rel() {
