@@ -406,12 +406,16 @@ text_signature() {
 
 # ifb_bulk_total: packets the IFB's bulk netem (7a10:) sent, dropped or holds; -1 without an IFB.
 # Parsed in the shell from tc's text: jq alone takes most of a second to start under emulation.
+# Picked from every qdisc of the namespace: tc asked for a device that does not exist falls back
+# to an ioctl, for which the kernel runs modprobe twice with the name (the SIGKILL loop's probes
+# of an unshaped downlink ran it about a thousand times in a suite).
 ifb_bulk_total() {
     local text line handle="" total=0 seen=0
-    text=$(tc -n "$NS_C" -s qdisc show dev "$IFB" 2>/dev/null) || { echo -1; return; }
+    text=$(tc -n "$NS_C" -s qdisc show 2>/dev/null) || { echo -1; return; }
     while IFS= read -r line; do
-        if [[ $line =~ ^qdisc\ [a-z_]+\ ([0-9a-f]+:) ]]; then
-            handle=${BASH_REMATCH[1]}
+        if [[ $line =~ ^qdisc\ [a-z_]+\ ([0-9a-f]+:)\ dev\ ([^ ]+) ]]; then
+            handle=""
+            [[ ${BASH_REMATCH[2]} != "$IFB" ]] || handle=${BASH_REMATCH[1]}
         elif [[ $handle == 7a10: && $line =~ Sent\ [0-9]+\ bytes\ ([0-9]+)\ pkt\ \(dropped\ ([0-9]+) ]]; then
             total=$((total + BASH_REMATCH[1] + BASH_REMATCH[2]))
             seen=1
