@@ -93,8 +93,8 @@ check_added() {
         record "$name, IPv$family" "+$added ms" "+$extra ms ($rtt - base $base)" "-1 ms, +$LATE_MS ms" "$st"
     done
 }
-# Every condition's document (what `linkcond status --all --json` prints), read with curl: the
-# client takes seconds to start under emulation, and these reads are not what is under test.
+# Every condition's document (what `linkcond status --all --json` prints), read with curl: these
+# reads are not what is under test.
 list_json() { timeout 30 curl -sf --unix-socket "$SOCK" http://linkcond/v1/conditions 2>/dev/null || echo '{}'; }
 conditions_now() { list_json | jq -r '[.conditions[]? | "\(.id)=\(.profile.name // "off")"] | join(" ")'; }
 executed_steps() { timeout 10 curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r '.executedSteps // "null"'; }

@@ -89,8 +89,7 @@ began=$SECONDS
 cli timeout 60 "$BIN/linkcond" --socket "$SOCK" run --scenario "Slow Net, then Black Hole" -- \
     curl -s -o "$WORK/big" "http://$S4:8000/big" --max-time 20 2>"$WORK/scenario-run.err" &
 scenario_run=$!
-# What the download has reached, about every second, and the scenario's step (read with curl:
-# the client's own start takes seconds under emulation).
+# What the download has reached, about every second, and the scenario's step (read with curl).
 while kill -0 "$scenario_run" 2>/dev/null; do
     sleep 1
     got=$(stat -c %s "$WORK/big" 2>/dev/null || echo 0)

@@ -214,8 +214,9 @@ trace_profile() {
 # play_trace PROFILE SECONDS BEFORE OFFER_BPS: SECONDS of the trace-driven profile PROFILE under
 # full-size UDP frames both ways at OFFER_BPS, offered from before it begins, behind the fixed
 # profile BEFORE (so that the trace's first window is a change in place and the shaper's queue
-# is already full). The switches go through curl: the client takes seconds of the emulated CPUs
-# that the senders need (a trace's first second was 11% short while it ran). The flow stops
+# is already full). The switches go through curl: the client took seconds of the emulated CPUs
+# that the senders need (a trace's first second was 11% short while it ran, before the VM's root
+# was cached). The flow stops
 # 1.5 s after the trace's SECONDS, counted from the start the daemon reports, however long the
 # switch took. Leaves $WORK/KEY.arrivals.json (probe.py udprate --arrivals) and
 # $WORK/KEY.status.json (GET /v1/status right after, with the trace's start), KEY being PROFILE
