@@ -50,6 +50,8 @@ note "lane $LANE: reference trees: $(for p in "${!REF[@]}"; do printf '%s=%s ' "
 
 # ------------------------------------------------------------------ helpers
 arm() { timeout 30 curl -sf --unix-socket "$SOCK" -X PUT -d "{\"failAtStep\": $1, \"fault\": \"${2:-fail}\"}" http://linkcond/v1/debug/fault >/dev/null || note "could not arm a fault at step $1: the daemon did not answer"; }
+# disarm: no fault armed (a request without failAtStep; the daemon refuses a null field).
+disarm() { timeout 30 curl -sf --unix-socket "$SOCK" -X PUT -d '{}' http://linkcond/v1/debug/fault >/dev/null || note "could not disarm the fault: the daemon did not answer"; }
 executed_steps() {
     local reply
     reply=$(timeout 30 curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault) || { echo null; return 0; }
@@ -138,7 +140,7 @@ if part build || part switch || part teardown || part random; then
             arm "$k" kill
             put_condition "$to"
             if kill -0 "$DAEMON_PID" 2>/dev/null; then
-                arm null
+                disarm
                 note "$from -> $to: no kill at step $k of $steps"
                 continue
             fi
@@ -193,14 +195,21 @@ fail_at_every_step() {
     STEPS=$(steps_of "$from" "$to")
     [[ $STEPS =~ ^[0-9]+$ ]] || STEPS=0
     ROLLED_BACK=0
+    local began tree
     for k in $(seq 0 $((STEPS - 1))); do
         put_condition "$from"
         arm "$k" fail
-        code=$(timeout 20 curl -s -o "$WORK/put.json" -w '%{http_code}' --unix-socket "$SOCK" -X PUT \
+        began=$SECONDS
+        code=$(timeout 60 curl -s -o "$WORK/put.json" -w '%{http_code}' --unix-socket "$SOCK" -X PUT \
             -d "{\"profile\": \"$to\"}" http://linkcond/v1/condition || true)
-        [[ $code == 500 && $(tree_signature) == "${REF[$from]}" ]] && ROLLED_BACK=$((ROLLED_BACK + 1))
+        tree=$(tree_signature)
+        if [[ $code == 500 && $tree == "${REF[$from]}" ]]; then
+            ROLLED_BACK=$((ROLLED_BACK + 1))
+        else
+            note "$from -> $to failing at step $k of $STEPS: HTTP ${code:-none} after $((SECONDS - began)) s, tree $tree (${from}'s ${REF[$from]}), status $(current_profile): $(head -c 300 "$WORK/put.json" 2>/dev/null | tr -s ' \n' ' ')"
+        fi
     done
-    arm null
+    disarm
 }
 fail_at_every_step off "Slow Net"
 check_equal "build: steps (counted by the daemon)" "${EXPECTED_STEPS["off>Slow Net"]}" "$STEPS"
@@ -215,6 +224,6 @@ check_contains "injected failure: the client names the kernel's reason" "$LC_ERR
 named='the kernel refused to (add|change|delete|create) .+ on [^ :]+: '
 check_bool "injected failure: the client names the object" "refused to <step> on <device>" \
     "$(grep -oE "$named" <<<"$LC_ERR" | head -1)" "$([[ $LC_ERR =~ $named ]]; echo $?)"
-arm null
+disarm
 put_condition off
 log "lane $LANE: done"

@@ -365,8 +365,14 @@ tree_text() {
         # shellcheck disable=SC2059
         printf "$batch" "$IF_C" "$IF_C" "$IF_C" "$IF_C" | tc_of_tree -force -batch - 2>/dev/null || true
         echo "@@ifb"
-        # shellcheck disable=SC2059
-        printf "$batch" "$IFB" "$IFB" "$IFB" "$IFB" | tc_of_tree -force -batch - 2>/dev/null || true
+        # Only an IFB that exists: tc asked for a device that does not falls back to an ioctl, for
+        # which the kernel runs modprobe twice (ifb_bulk_total). The namespace's devices are read
+        # without a process; a namespace without an anchor is asked as before.
+        local devices=/proc/${TREE_PID:-${NS_ANCHOR:-none}}/net/dev
+        if [[ ! -r $devices || $(<"$devices") =~ (^|[[:space:]])"$IFB": ]]; then
+            # shellcheck disable=SC2059
+            printf "$batch" "$IFB" "$IFB" "$IFB" "$IFB" | tc_of_tree -force -batch - 2>/dev/null || true
+        fi
     } | awk -v dev="$IF_C: " '
         BEGIN { prefix = dev }
         /^@@ifb$/ { flush(); prefix = "ifb: "; next }
