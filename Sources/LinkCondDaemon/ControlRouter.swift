@@ -150,8 +150,8 @@ struct ControlRouter: Sendable {
 }
 
 /// `PUT /v1/debug/fault`: `{"failAtStep": 5}` fails the sixth netlink step from now,
-/// `{"failAtStep": 5, "fault": "kill"}` makes the daemon SIGKILL itself there instead;
-/// `{}` disarms (a null field is refused, as in every request). `GET` answers `{"executedSteps": N}`.
+/// `{"failAtStep": 5, "fault": "kill"}` makes the daemon SIGKILL itself there instead; `{}`
+/// disarms (a null field is refused, as in every request). `GET` answers `{"executedSteps": N}`.
 package struct FaultRequest: Codable, Sendable, Equatable {
     var failAtStep: Int?
     var fault: FaultSwitch.Fault?
