@@ -251,23 +251,24 @@ PROFILES=${LINKCOND_PROFILES:-$REPO/profiles}
 # lc ARGS...: the client, with a time limit; stdout and stderr go to the caller.
 lc() { timeout 30 "$BIN/linkcond" --socket "$SOCK" "$@"; }
 
-# put_condition NAME|off [ID]: a change through curl (it starts in milliseconds; the client takes
-# seconds under emulation), to the daemon's default condition or to the condition ID
-# (`eth0@10.0.0.5:53/udp`, percent-encoded here). The daemon may die under it on purpose, so
-# curl's verdict is not this function's.
-put_condition() {
+# condition_request NAME|off [ID]: a change through curl, to the daemon's default condition or to
+# the condition ID (`eth0@10.0.0.5:53/udp`, percent-encoded here); prints the HTTP status, 000
+# when the daemon closed the connection without one (it may die under a change on purpose) and
+# nothing when PUT_TIMEOUT seconds (20 unless set) ran out first.
+condition_request() {
     local url=http://linkcond/v1/condition id=${2:-}
+    local -a request=(-X PUT -d "{\"profile\": \"$1\"}")
     if [[ -n $id ]]; then
         id=${id//@/%40}
         id=${id//:/%3A}
         url=http://linkcond/v1/conditions/${id//\//%2F}
     fi
-    if [[ $1 == off ]]; then
-        timeout 20 curl -s --unix-socket "$SOCK" -X DELETE "$url" >/dev/null 2>&1 || true
-    else
-        timeout 20 curl -s --unix-socket "$SOCK" -X PUT -d "{\"profile\": \"$1\"}" "$url" >/dev/null 2>&1 || true
-    fi
+    [[ $1 != off ]] || request=(-X DELETE)
+    timeout "${PUT_TIMEOUT:-20}" curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" "${request[@]}" "$url" 2>/dev/null || true
 }
+
+# put_condition NAME|off [ID]: condition_request, whose verdict is not this function's.
+put_condition() { condition_request "$@" >/dev/null; }
 
 # lc_capture ARGS...: runs the client; sets LC_RC, LC_OUT, LC_ERR.
 lc_capture() {
