@@ -71,7 +71,7 @@ struct TracePlaybackTests {
         let built = kernel.executed.count
 
         #expect(
-            try await Self.waitForDownlinkRates([Bandwidth(bitsPerSecond: 120_000), .kbit(600), .kbit(1_200)], in: kernel, from: built),
+            try await Self.waitForDownlinkRates([LinkTrace.outageRate(lasting: 100), .kbit(600), .kbit(1_200)], in: kernel, from: built),
             "the outage (one packet over its 100 ms), the last window, then the first again: \(Self.downlinkRates(kernel, from: built))"
         )
         let changes = kernel.executed[built...]
@@ -101,14 +101,14 @@ struct TracePlaybackTests {
         let before = kernel.executed.count
         let deadline = Date().addingTimeInterval(20)
         var rates: [Bandwidth] = []
-        while Date() < deadline, !rates.contains(Bandwidth(bitsPerSecond: 120_000)) {
+        while Date() < deadline, !rates.contains(LinkTrace.outageRate(lasting: 100)) {
             try await Task.sleep(for: .milliseconds(20))
             rates = kernel.executed.dropFirst(before).compactMap {
                 guard case .changeClass(let device, let node) = $0, device == ifb else { return nil }
                 return node.rate
             }
         }
-        #expect(rates.contains(Bandwidth(bitsPerSecond: 120_000)), "the peer's class took the outage's rate: \(rates)")
+        #expect(rates.contains(LinkTrace.outageRate(lasting: 100)), "the peer's class took the outage's rate: \(rates)")
         let touched = Set(kernel.executed.dropFirst(before).compactMap { step -> TrafficControlHandle? in
             if case .changeClass(_, let node) = step { return node.classID }
             return nil
@@ -141,7 +141,7 @@ struct TracePlaybackTests {
         try await second.recover()
         #expect(await second.status().profile?.name == "Recorded")
         #expect(await second.status().trace != nil)
-        #expect(try await Self.waitForDownlinkRates([Bandwidth(bitsPerSecond: 120_000)], in: kernel, from: beforeRecovery))
+        #expect(try await Self.waitForDownlinkRates([LinkTrace.outageRate(lasting: 100)], in: kernel, from: beforeRecovery))
         try await second.shutdown()
 
         try stored.write(to: state.appendingPathComponent("eth0.state.json"), atomically: true, encoding: .utf8)

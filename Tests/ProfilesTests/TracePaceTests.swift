@@ -28,9 +28,9 @@ struct TracePaceTests {
         let pace = Self.windows.pace(at: 250)
         #expect(pace.isOutage)
         #expect(pace.endsAtMilliseconds == 300)
-        #expect(pace.rate == Bandwidth(bitsPerSecond: 80_000))
-        #expect(Self.windows.pace(at: 200).rate == Bandwidth(bitsPerSecond: 60_000))
-        #expect(Self.windows.pace(at: 300) == TracePace(capacity: Bandwidth(bitsPerSecond: 0), rate: Bandwidth(bitsPerSecond: 120_000), endsAtMilliseconds: 400))
+        #expect(pace.rate == Bandwidth(bitsPerSecond: 80_744))
+        #expect(Self.windows.pace(at: 200).rate == Bandwidth(bitsPerSecond: 60_560))
+        #expect(Self.windows.pace(at: 300) == TracePace(capacity: Bandwidth(bitsPerSecond: 0), rate: Bandwidth(bitsPerSecond: 121_120), endsAtMilliseconds: 400))
     }
 
     @Test("a profile knows where an outage of a direction ends")
@@ -46,9 +46,15 @@ struct TracePaceTests {
 
     @Test("an outage is counted as at most a minute long, htb's cap on what a class owes")
     func outageRates() {
-        #expect(LinkTrace.outageRate(lasting: 3_000) == Bandwidth(bitsPerSecond: 4_000))
-        #expect(LinkTrace.outageRate(lasting: 7) == Bandwidth(bitsPerSecond: 1_714_286))
+        #expect(LinkTrace.outageRate(lasting: 3_000) == Bandwidth(bitsPerSecond: 4_032))
+        #expect(LinkTrace.outageRate(lasting: 7) == Bandwidth(bitsPerSecond: 1_730_280))
         #expect(LinkTrace.outageRate(lasting: 600_000) == Bandwidth(bitsPerSecond: 200))
+        // A full-size frame (1514 bytes, as htb charges it) owes the whole outage, and less than 1% more.
+        for milliseconds in [7, 100, 150, 3_000, 60_000] {
+            let owedNanoseconds = 1_514 * 1_000_000_000 / LinkTrace.outageRate(lasting: milliseconds).bytesPerSecond
+            #expect(owedNanoseconds >= UInt64(milliseconds) * 1_000_000)
+            #expect(owedNanoseconds < UInt64(milliseconds) * 1_010_000)
+        }
     }
 
     @Test("a trace of one capacity never changes")
@@ -66,7 +72,7 @@ struct TracePaceTests {
             uplink: LinkConditions(trace: steady, delay: .milliseconds(20))
         )
         let (paced, changes) = profile.paced(at: 300)
-        #expect(paced.downlink.bandwidth == Bandwidth(bitsPerSecond: 120_000))
+        #expect(paced.downlink.bandwidth == LinkTrace.outageRate(lasting: 100))
         #expect(paced.downlink.trace == Self.windows)
         #expect(paced.uplink.bandwidth == .mbit(12))
         #expect(changes == 400)

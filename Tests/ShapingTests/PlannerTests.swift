@@ -251,7 +251,7 @@ struct TracePlanningTests {
         #expect(early.downlink.leaves == late.downlink.leaves)
         #expect(early.downlink.leaves == fixed.downlink.leaves)
         #expect(early.downlink.classes != late.downlink.classes)
-        #expect(late.downlink.classes.first { $0.classID == ReservedHandles.profileClass }?.rate == Bandwidth(bitsPerSecond: 240_000), "one packet over the 50 ms left of the outage")
+        #expect(late.downlink.classes.first { $0.classID == ReservedHandles.profileClass }?.rate == LinkTrace.outageRate(lasting: 50), "one packet over the 50 ms left of the outage")
     }
 
     @Test("on a trace-driven uplink, neither the bulk nor the DNS class borrows: each has the trace's rate as its own")
@@ -262,7 +262,7 @@ struct TracePlanningTests {
         let classes = plan.uplink.classes.filter { [ReservedHandles.profileClass, ReservedHandles.bulkClass, ReservedHandles.dnsClass].contains($0.classID) }
         #expect(classes.count == 3)
         for node in classes {
-            #expect(node.rate == Bandwidth(bitsPerSecond: 240_000) && node.ceil == node.rate, "\(node)")
+            #expect(node.rate == LinkTrace.outageRate(lasting: 50) && node.ceil == node.rate, "\(node)")
         }
     }
 }
