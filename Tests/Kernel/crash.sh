@@ -208,8 +208,7 @@ fail_at_every_step() {
         put_condition "$from"
         arm "$k" fail
         began=$SECONDS
-        code=$(timeout "$PUT_TIMEOUT" curl -s -o "$WORK/put.json" -w '%{http_code}' --unix-socket "$SOCK" -X PUT \
-            -d "{\"profile\": \"$to\"}" http://linkcond/v1/condition || true)
+        code=$(REPLY_FILE="$WORK/put.json" condition_request "$to")
         ((SECONDS - began <= slowest)) || slowest=$((SECONDS - began))
         tree=$(tree_signature)
         if [[ $code == 500 && $tree == "${REF[$from]}" ]]; then

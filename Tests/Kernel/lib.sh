@@ -254,7 +254,8 @@ lc() { timeout 30 "$BIN/linkcond" --socket "$SOCK" "$@"; }
 # condition_request NAME|off [ID]: a change through curl, to the daemon's default condition or to
 # the condition ID (`eth0@10.0.0.5:53/udp`, percent-encoded here); prints the HTTP status, 000
 # when the daemon closed the connection without one (it may die under a change on purpose) and
-# nothing when PUT_TIMEOUT seconds (20 unless set) ran out first.
+# nothing when PUT_TIMEOUT seconds (20 unless set) ran out first. The reply goes to REPLY_FILE,
+# when set.
 condition_request() {
     local url=http://linkcond/v1/condition id=${2:-}
     local -a request=(-X PUT -d "{\"profile\": \"$1\"}")
@@ -264,7 +265,7 @@ condition_request() {
         url=http://linkcond/v1/conditions/${id//\//%2F}
     fi
     [[ $1 != off ]] || request=(-X DELETE)
-    timeout "${PUT_TIMEOUT:-20}" curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" "${request[@]}" "$url" 2>/dev/null || true
+    timeout "${PUT_TIMEOUT:-20}" curl -s -o "${REPLY_FILE:-/dev/null}" -w '%{http_code}' --unix-socket "$SOCK" "${request[@]}" "$url" 2>/dev/null || true
 }
 
 # put_condition NAME|off [ID]: condition_request, whose verdict is not this function's.

@@ -955,7 +955,8 @@ done
 # and its load moved the round trips that lane 3 measures (2026-11-26): it starts once they are
 # done, beside the API's lane if that still runs, whose checks take no time. That lane's
 # schemathesis and daemon then go to the lowest CPU priority: at normal priority beside it, the
-# trace lane's daemon once ended an outage 60 ms late, a second 12% short of its capacity.
+# trace lane's daemon once ended an outage 60 ms late (28 ms of it the outage's own frame, sized
+# too small until e0c43b9), a second 12% short of its capacity.
 log "41-42. trace-driven links (Tests/Kernel/traces.sh in lane 10), once the timed lanes are done"
 renice_tree 19 "${LANE_PIDS[7]}"
 start_lane 10
