@@ -54,6 +54,11 @@ struct TracePaceTests {
             let owedNanoseconds = 1_514 * 1_000_000_000 / LinkTrace.outageRate(lasting: milliseconds).bytesPerSecond
             #expect(owedNanoseconds >= UInt64(milliseconds) * 1_000_000)
             #expect(owedNanoseconds < UInt64(milliseconds) * 1_010_000)
+            // And the rate is the fastest in whole bytes a second that does so: one byte more and
+            // the frame would owe less than the outage (a 1500-byte frame's rate, 500 B/s for 3 s,
+            // is not: at 501 the 1514 bytes still owe 3.022 s).
+            let oneByteFaster = LinkTrace.outageRate(lasting: milliseconds).bytesPerSecond + 1
+            #expect(1_514 * 1_000_000_000 / oneByteFaster < UInt64(milliseconds) * 1_000_000)
         }
     }
 
