@@ -48,10 +48,11 @@ test:
 unit-test:
 	swift test
 
-## The kernel suite alone, in a VM, against the release binaries (and the benchmark tool).
+## The kernel suite alone, in VMs, against the release binaries (and the benchmark tool):
+## `make kernel-test K='EXPRESSION'` runs only the tests a pytest -k expression selects.
 kernel-test:
 	$(MAKE) build PRODUCTS="linkcondd linkcond linkcond-bench"
-	scripts/vm-run -- env LINKCOND_BIN=$(CURDIR)/$(RELEASE) Tests/Kernel/suite.sh
+	scripts/kernel-test $(if $(K),-k "$(K)")
 
 ## Setup, then a demo in throwaway namespaces: Slow Net, Nasty Net and Black Hole, then two
 ## isolated jobs side by side on different profiles, measured.

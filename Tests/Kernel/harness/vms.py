@@ -1,0 +1,309 @@
+"""pytest plugin: the kernel suite runs in VMs, and pytest on the host reports it.
+
+On the host (`make kernel-test`), pytest collects the suite, then hands it to VMs instead of
+running it: each module's tests go to a VM of their own, started by scripts/vm-run, where pytest
+runs them (worker mode) and streams each test's reports back through a file. The host logs them
+as they come, as if it had run them, so that its terminal output, its closing line and its JUnit
+report are the whole suite's. A VM that dies or runs out of time fails the tests it had not
+reported, with the checks it had passed so far.
+
+Two phases, in order:
+  functional  every module's untimed tests, as many VMs at once as `--vm-jobs` (the host's CPUs),
+              each User-mode Linux VM pinned to a CPU of its own;
+  timed       the tests marked `timed` (round trips, rates, jitter, step and window times), one
+              VM at a time with nothing else running, so that no timed measurement shares a CPU.
+
+A module names its VM with `VM = "uml"` (the default: User-mode Linux), `"qemu"` (Debian's own
+kernel under emulation) or `"systemd"` (qemu with systemd as init, for the units and the package);
+a test marked `debian_kernel` runs in the qemu VM whatever its module says.
+
+Inside a VM without a host controller (`scripts/vm-run --uml -- .build/venv/bin/python -m pytest
+Tests/Kernel/...`), pytest runs the tests itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shlex
+import subprocess
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from _pytest.reports import TestReport
+
+from .system import BIN, KERNEL_TESTS, REPO, in_vm
+
+WORKER_ENV = "LC_VM_WORKER"
+DURATIONS = KERNEL_TESTS / "durations.json"
+VM_KINDS = ("uml", "qemu", "systemd")
+
+
+def mode(config) -> str:
+    """`worker` (in a VM, for a host), `local` (run the tests here) or `controller` (hand them to VMs)."""
+    if os.environ.get(WORKER_ENV):
+        return "worker"
+    if in_vm() or config.getoption("--here") or config.option.collectonly:
+        return "local"
+    return "controller"
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("linkcond", "the kernel suite's VMs")
+    group.addoption("--vm-jobs", type=int, default=os.cpu_count() or 1,
+                    help="VMs at once in the functional phase (default: the host's CPUs)")
+    group.addoption("--vm-timeout", type=float, default=900,
+                    help="seconds one VM may take before it is killed and its unreported tests fail")
+    group.addoption("--vm-logs", default=str(REPO / ".build" / "test-logs" / "kernel"),
+                    help="where each VM's output, reports and checks go")
+    group.addoption("--phase", choices=("all", "functional", "timed"), default="all",
+                    help="run only one phase")
+    group.addoption("--vm", choices=("uml", "qemu"), default=None,
+                    help="run every module that needs no systemd on this kind of VM (default: each module's own)")
+    group.addoption("--store-durations", action="store_true",
+                    help=f"write each VM's time to {DURATIONS.name}, which orders the next runs")
+    group.addoption("--here", action="store_true",
+                    help="run the tests in this machine, not in VMs (only inside a VM: needs root and netem)")
+
+
+def pytest_configure(config):
+    how = mode(config)
+    config.stash[_MODE] = how
+    if how == "worker":
+        config.pluginmanager.register(ReportStream(config, Path(os.environ[WORKER_ENV])), "linkcond-report-stream")
+    elif how == "controller":
+        config.pluginmanager.register(Controller(config), "linkcond-vm-controller")
+
+
+_MODE = pytest.StashKey[str]()
+
+
+# ---------------------------------------------------------------- in the VM
+
+class ReportStream:
+    """Writes every report, as pytest serializes them for its own distributed runs, one JSON
+    line each, flushed at once: the host reads them while the VM runs."""
+
+    def __init__(self, config, path: Path):
+        self.config = config
+        self.file = path.open("a", buffering=1)
+
+    def _write(self, kind: str, report) -> None:
+        data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
+        self.file.write(json.dumps({kind: data}) + "\n")
+        # Through to the host now: User-mode Linux's hostfs would otherwise hold it back.
+        os.fsync(self.file.fileno())
+
+    def pytest_runtest_logreport(self, report):
+        self._write("test", report)
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self._write("collect", report)
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        self.file.write(json.dumps({"finished": int(exitstatus)}) + "\n")
+        self.file.close()
+
+
+# ---------------------------------------------------------------- on the host
+
+@dataclass
+class Group:
+    """The tests one VM runs: one module's, in one phase, on one kind of VM."""
+
+    module: str
+    phase: str
+    kind: str
+    items: list = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{Path(self.module).stem}.{self.phase}" + ("" if self.kind in ("uml", "systemd") else f".{self.kind}")
+
+
+def _module_kind(item, forced: str | None) -> str:
+    kind = getattr(item.module, "VM", "uml")
+    if kind not in VM_KINDS:
+        raise pytest.UsageError(f"{item.module.__name__}: VM = {kind!r}, not one of {VM_KINDS}")
+    if forced and kind != "systemd":
+        return forced
+    if item.get_closest_marker("debian_kernel") and kind == "uml":
+        return "qemu"
+    return kind
+
+
+class Controller:
+    def __init__(self, config):
+        self.config = config
+        self.logs = Path(config.getoption("--vm-logs"))
+        self.jobs = max(1, config.getoption("--vm-jobs"))
+        self.limit = config.getoption("--vm-timeout")
+        self.events: queue.Queue = queue.Queue()
+        self.durations: dict[str, float] = {}
+
+    # The host never runs a test's fixtures: its root, namespaces and kernel are not the suite's.
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        if session.testsfailed and not session.config.option.continue_on_collection_errors:
+            raise session.Interrupted(f"{session.testsfailed} error(s) during collection")
+        if session.config.option.collectonly:
+            return True
+        groups = self.plan(session.items)
+        self.logs.mkdir(parents=True, exist_ok=True)
+        phase = self.config.getoption("--phase")
+        functional = [g for g in groups if g.phase == "functional" and phase in ("all", "functional")]
+        timed = [g for g in groups if g.phase == "timed" and phase in ("all", "timed")]
+        self.run_phase(session, functional, self.jobs)
+        # Alone: one VM, on one CPU, and nothing else of the suite running.
+        self.run_phase(session, timed, 1)
+        if self.config.getoption("--store-durations"):
+            known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+            known.update({k: round(v) for k, v in self.durations.items()})
+            DURATIONS.write_text(json.dumps(dict(sorted(known.items())), indent=1) + "\n")
+        return True
+
+    def plan(self, items) -> list[Group]:
+        groups: dict[tuple, Group] = {}
+        for item in items:
+            phase = "timed" if item.get_closest_marker("timed") else "functional"
+            kind = _module_kind(item, self.config.getoption("--vm"))
+            key = (item.nodeid.split("::")[0], phase, kind)
+            groups.setdefault(key, Group(*key)).items.append(item)
+        known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+        # Longest first, so that the last VMs to end are short ones.
+        return sorted(groups.values(), key=lambda g: -known.get(g.name, 60))
+
+    def run_phase(self, session, groups: list[Group], jobs: int) -> None:
+        if not groups:
+            return
+        pending = list(groups)
+        free_cpus = list(range(jobs))
+        running: dict[str, threading.Thread] = {}
+        cpu_of: dict[str, int] = {}
+        while pending or running:
+            while pending and free_cpus:
+                group = pending.pop(0)
+                cpu = free_cpus.pop(0)
+                cpu_of[group.name] = cpu
+                thread = threading.Thread(target=self.run_vm, args=(group, cpu, jobs > 1), daemon=True)
+                running[group.name] = thread
+                thread.start()
+            kind, payload = self.events.get()
+            if kind == "report":
+                self.log_report(session, *payload)
+            elif kind == "done":
+                group = payload
+                running.pop(group.name).join()
+                free_cpus.append(cpu_of.pop(group.name))
+                free_cpus.sort()
+                if session.shouldstop or session.shouldfail:
+                    pending.clear()
+
+    # ---------------------------------------------------------------- one VM
+
+    def vm_argv(self, group: Group, cpu: int, pin: bool) -> list[str]:
+        vm = [str(REPO / "scripts" / "vm-run"), "--timeout", str(int(self.limit)), "--rwdir", str(self.logs)]
+        if group.kind == "uml":
+            vm += ["--uml", "--memory", "2G"]
+            if pin:
+                vm += ["--pin", str(cpu)]
+        elif group.kind == "systemd":
+            vm += ["--systemd", "--memory", "3G"]
+        else:
+            vm += ["--memory", "2G"]
+        python = REPO / ".build" / "venv" / "bin" / "python"
+        pytest_args = [str(python), "-m", "pytest", "-c", str(KERNEL_TESTS / "pytest.ini"),
+                       "--rootdir", str(KERNEL_TESTS), "-p", "no:cacheprovider", "-q", "-rfE", "--tb=short",
+                       *[str(KERNEL_TESTS / item.nodeid) for item in group.items]]
+        environment = {
+            WORKER_ENV: str(self.logs / f"{group.name}.reports"),
+            "LC_CHECKS_LOG": str(self.logs / f"{group.name}.checks"),
+            "LINKCOND_BIN": str(BIN),
+            # The suite's own plugins only: others installed beside pytest cost seconds to import.
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        }
+        return [*vm, "--", "env", *[f"{k}={v}" for k, v in environment.items()], *pytest_args]
+
+    def run_vm(self, group: Group, cpu: int, pin: bool) -> None:
+        reports = self.logs / f"{group.name}.reports"
+        checks = self.logs / f"{group.name}.checks"
+        log = self.logs / f"{group.name}.log"
+        for path in (reports, checks):
+            path.unlink(missing_ok=True)
+        reports.touch()
+        began = time.monotonic()
+        argv = self.vm_argv(group, cpu, pin)
+        with log.open("w") as out:
+            out.write("$ " + " ".join(shlex.quote(a) for a in argv) + "\n")
+            out.flush()
+            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       cwd=REPO)
+            seen: set[tuple[str, str]] = set()
+            with reports.open() as stream:
+                buffer = ""
+                while True:
+                    exited = process.poll() is not None
+                    chunk = stream.read()
+                    buffer += chunk
+                    *lines, buffer = buffer.split("\n")
+                    for line in lines:
+                        self.take(group, line, seen)
+                    if exited and not chunk:
+                        break
+                    if not chunk:
+                        time.sleep(0.2)
+        self.durations[group.name] = time.monotonic() - began
+        self.finish_unreported(group, seen, process.returncode, log, checks)
+        self.events.put(("done", group))
+
+    def take(self, group: Group, line: str, seen: set) -> None:
+        if not line.strip():
+            return
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if "test" in message:
+            report = self.config.hook.pytest_report_from_serializable(config=self.config, data=message["test"])
+            seen.add((report.nodeid, report.when))
+            self.events.put(("report", (group, report)))
+        elif "collect" in message:
+            report = self.config.hook.pytest_report_from_serializable(config=self.config, data=message["collect"])
+            for item in group.items:
+                fake = TestReport(item.nodeid, item.location, {}, "failed",
+                                  f"collection failed in the VM:\n{report.longrepr}", "setup")
+                seen.add((item.nodeid, "setup"))
+                self.events.put(("report", (group, fake)))
+
+    def finish_unreported(self, group: Group, seen: set, rc: int, log: Path, checks: Path) -> None:
+        """Fails every test of GROUP the VM did not report, saying why and what it had checked."""
+        why = ("the VM ran out of time (--vm-timeout)" if rc == 124 else f"the VM ended (exit {rc})")
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:]) if log.exists() else ""
+        passed = checks.read_text().splitlines() if checks.exists() else []
+        for item in group.items:
+            if (item.nodeid, "teardown") in seen:
+                continue
+            own = [line.split("\t", 1)[1] for line in passed if line.startswith(item.nodeid + "\t")]
+            text = (f"{why} before this test reported its end.\n"
+                    f"Its checks so far ({len(own)}):\n  " + "\n  ".join(own or ["none"]) +
+                    f"\nThe VM's last lines ({log}):\n{tail}")
+            when = next(phase for phase in ("setup", "call", "teardown") if (item.nodeid, phase) not in seen)
+            self.events.put(("report", (group, TestReport(item.nodeid, item.location, {}, "failed", text, when))))
+            if when != "teardown":
+                self.events.put(("report", (group, TestReport(item.nodeid, item.location, {}, "passed", None,
+                                                              "teardown"))))
+
+    def log_report(self, session, group: Group, report) -> None:
+        item = next((i for i in group.items if i.nodeid == report.nodeid), None)
+        ihook = item.ihook if item is not None else session.ihook
+        if report.when == "setup":
+            ihook.pytest_runtest_logstart(nodeid=report.nodeid, location=report.location)
+        ihook.pytest_runtest_logreport(report=report)
+        if report.when == "teardown":
+            ihook.pytest_runtest_logfinish(nodeid=report.nodeid, location=report.location)
