@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import ControlAPI
 import Netlink
 import NIOCore
@@ -28,7 +33,7 @@ final class Condition {
     /// Where this condition's objects are in the target's tree.
     let slot: ConditionSlot
     let stateStore: StateStore?
-    var policy = ConditionPolicy()
+    var policy: ConditionPolicy
     var leaseRuntime: LeaseRuntime?
     /// The scenario playing on the condition, if any.
     var scenario: ScenarioRun?
@@ -41,9 +46,10 @@ final class Condition {
 
     init(
         id: ConditionID, namespaceIdentity: NamespaceIdentity? = nil, convergence: KernelConvergence, slot: ConditionSlot = .whole,
-        stateStore: StateStore?
+        stateStore: StateStore?, offSince: Date
     ) {
         self.id = id
+        self.policy = ConditionPolicy(baselineSince: offSince)
         self.namespaceIdentity = namespaceIdentity
         self.convergence = convergence
         self.slot = slot

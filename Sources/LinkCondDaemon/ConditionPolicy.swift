@@ -14,7 +14,7 @@ struct ConditionPolicy: Sendable, Equatable {
     var baselineSince: Date
     var lease: Lease?
 
-    init(baseline: CatalogEntry? = nil, baselineSince: Date = Date(), lease: Lease? = nil) {
+    init(baseline: CatalogEntry? = nil, baselineSince: Date, lease: Lease? = nil) {
         self.baseline = baseline
         self.baselineSince = baselineSince
         self.lease = lease
@@ -27,17 +27,17 @@ struct ConditionPolicy: Sendable, Equatable {
     var since: Date { lease?.since ?? baselineSince }
 
     /// A change by `requester` is refused while someone holds a lease, unless `force`.
-    func checkNoLease(against requester: Requester, force: Bool) throws(LeaseConflictError) {
+    func checkNoLease(against requester: Requester, force: Bool, now: Date) throws(LeaseConflictError) {
         guard let lease, !force else { return }
         throw LeaseConflictError(
-            profile: lease.entry.profile.name, holder: lease.holder.document, secondsLeft: lease.secondsLeft,
+            profile: lease.entry.profile.name, holder: lease.holder.document, secondsLeft: lease.secondsLeft(at: now),
             heldByRequester: lease.isHeld(by: requester), clientBound: lease.clientBound
         )
     }
 
     /// A new lease; `id` is unique among all the daemon's leases, so that a client's closed
     /// connection can never end a later lease on a condition that was switched off meanwhile.
-    func makeLease(id: UInt64, _ entry: CatalogEntry, holder: Requester, duration: LeaseDuration?, clientBound: Bool, now: Date = Date()) -> Lease {
+    func makeLease(id: UInt64, _ entry: CatalogEntry, holder: Requester, duration: LeaseDuration?, clientBound: Bool, now: Date) -> Lease {
         Lease(
             id: id, entry: entry, holder: holder, since: now,
             expires: duration.map { now.addingTimeInterval($0.seconds) }, clientBound: clientBound
@@ -46,7 +46,7 @@ struct ConditionPolicy: Sendable, Equatable {
 
     /// The policy with `baseline` and `lease` wanted; `baselineSince` moves only when the
     /// baseline's values change.
-    func wanting(baseline newBaseline: CatalogEntry?, lease newLease: Lease?, now: Date = Date()) -> ConditionPolicy {
+    func wanting(baseline newBaseline: CatalogEntry?, lease newLease: Lease?, now: Date) -> ConditionPolicy {
         var next = self
         next.baseline = newBaseline
         next.lease = newLease

@@ -83,7 +83,7 @@ extension Conditioner {
             holder: lease.holder.document,
             kind: lease.clientBound ? .clientBound : .timed,
             expires: lease.expires?.formatted(.iso8601),
-            secondsLeft: lease.secondsLeft,
+            secondsLeft: lease.secondsLeft(at: now),
             restores: baseline?.profile.name ?? "off"
         )
     }

@@ -59,7 +59,7 @@ extension Conditioner {
         guard condition.sandbox != nil, condition.policy.effective != nil else { return }
         let previous = condition.policy.effective
         do {
-            try converge(condition, to: ConditionPolicy(), replacingForeign: false)
+            try converge(condition, to: ConditionPolicy(baselineSince: now), replacingForeign: false)
             record(condition, from: previous, reason: "off", requester: nil, detail: "the sandbox's run ended")
         } catch {
             logger.error("cannot switch the sandbox condition \(condition.id) off: \(error)")

@@ -80,7 +80,7 @@ extension Conditioner {
         }
         guard !run.finished else { throw NoScenarioError(condition: condition.id.description, finished: true) }
         // A scenario in someone else's lease is theirs to move on (the test under `run`, as the same user).
-        try condition.policy.checkNoLease(against: requester, force: condition.policy.lease?.isHeld(by: requester) ?? true)
+        try condition.policy.checkNoLease(against: requester, force: condition.policy.lease?.isHeld(by: requester) ?? true, now: now)
         try advance(condition, cause: "after linkcond next", requester: requester)
         return status(of: condition)
     }
@@ -110,7 +110,7 @@ extension Conditioner {
             var wanted = condition.policy
             switch run.drives {
             case .baseline:
-                wanted = wanted.wanting(baseline: profile, lease: wanted.lease)
+                wanted = wanted.wanting(baseline: profile, lease: wanted.lease, now: now)
             case .lease(let id):
                 guard wanted.lease?.id == id else { throw ScenarioStepError(scenario: run.scenario.name, detail: "its lease ended") }
                 wanted.lease?.entry = profile

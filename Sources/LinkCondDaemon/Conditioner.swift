@@ -37,6 +37,7 @@ public actor Conditioner {
     let planner: Planner
     let eventLoop: any EventLoop
     private let stateDirectory: String?
+    let clock: WallClock
     let logger: Logger
     private let profileDirectories: [String]
     var catalog: ProfileCatalog
@@ -69,6 +70,7 @@ public actor Conditioner {
         historyFile: String? = nil,
         namespaces: sending (any NamespaceKernels)? = nil,
         sandboxes: sending (any SandboxPlumbing)? = nil,
+        clock: WallClock = .system,
         logger: Logger
     ) {
         let defaultID = ConditionID(interface: target.interface)
@@ -76,7 +78,8 @@ public actor Conditioner {
         self.targets = [defaultID: convergence]
         self.conditions = [
             defaultID: Condition(
-                id: defaultID, convergence: convergence, stateStore: stateDirectory.map { StateStore(directory: $0, condition: defaultID) }
+                id: defaultID, convergence: convergence, stateStore: stateDirectory.map { StateStore(directory: $0, condition: defaultID) },
+                offSince: clock.now()
             ),
         ]
         self.target = target
@@ -90,10 +93,14 @@ public actor Conditioner {
         self.scenarioCatalog = scenarios
         self.scenarioDirectories = scenarioDirectories
         self.eventLoop = eventLoop
+        self.clock = clock
         self.stateDirectory = stateDirectory
         self.history = ConditionHistory(file: historyFile.map { URL(fileURLWithPath: $0) })
         self.logger = logger
     }
+
+    /// The time of day, as the leases' clock has it.
+    var now: Date { clock.now() }
 
     // MARK: Changing
 
@@ -115,18 +122,18 @@ public actor Conditioner {
         let condition = try self.condition(id, hostAddresses: hostAddresses)
         defer { dropIfIdle(condition) }
         try condition.checkHostAddresses()
-        try condition.policy.checkNoLease(against: requester, force: force)
+        try condition.policy.checkNoLease(against: requester, force: force, now: now)
         let previous = condition.policy.effective
         let displaced: Condition.LeaseRuntime?
         let playing = scenario.map { "'\($0.entry.scenario.name)' step 1 (\($0.entry.scenario.steps[0].displayName))" }
         let applied: NIODeadline
         if let duration {
-            let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: duration, clientBound: false)
-            displaced = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease), replacingForeign: replacingForeign)
+            let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: duration, clientBound: false, now: now)
+            displaced = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease, now: now), replacingForeign: replacingForeign)
             applied = .now()
             record(condition, from: previous, reason: "lease", requester: requester, detail: (playing.map { "plays \($0) " } ?? "") + "for \(duration)")
         } else {
-            displaced = try converge(condition, to: condition.policy.wanting(baseline: entry, lease: nil), replacingForeign: replacingForeign)
+            displaced = try converge(condition, to: condition.policy.wanting(baseline: entry, lease: nil, now: now), replacingForeign: replacingForeign)
             applied = .now()
             record(condition, from: previous, reason: scenario == nil ? "activate" : "play", requester: requester, detail: playing)
         }
@@ -140,7 +147,7 @@ public actor Conditioner {
         try checkRunning()
         let condition = try self.condition(id)
         defer { dropIfIdle(condition) }
-        try condition.policy.checkNoLease(against: requester, force: force)
+        try condition.policy.checkNoLease(against: requester, force: force, now: now)
         try switchOff(condition, by: requester)
         return status(of: condition)
     }
@@ -150,7 +157,7 @@ public actor Conditioner {
     public func deactivateAll(by requester: Requester, force: Bool = false) throws -> ConditionListResponse {
         try checkRunning()
         for condition in orderedConditions {
-            try condition.policy.checkNoLease(against: requester, force: force)
+            try condition.policy.checkNoLease(against: requester, force: force, now: now)
         }
         var failure: (any Error)?
         for condition in orderedConditions {
@@ -181,11 +188,11 @@ public actor Conditioner {
         let condition = try sandbox ? makeSandbox(resolved(id), for: requester) : self.condition(id, hostAddresses: hostAddresses)
         defer { dropIfIdle(condition) }
         try condition.checkHostAddresses()
-        try condition.policy.checkNoLease(against: requester, force: force)
+        try condition.policy.checkNoLease(against: requester, force: force, now: now)
         let previous = condition.policy.effective
-        let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: maximum, clientBound: true)
+        let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: maximum, clientBound: true, now: now)
         let displaced = try converge(
-            condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease),
+            condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease, now: now),
             replacingForeign: replacingForeign, onEnd: onEnd
         )
         if let scenario { beginScenario(scenario, on: condition, appliedAt: .now()) }
@@ -215,7 +222,7 @@ public actor Conditioner {
         }
         defer { dropIfIdle(condition) }
         let previous = condition.policy.effective
-        let ended = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: nil), replacingForeign: false)
+        let ended = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: nil, now: now), replacingForeign: false)
         record(condition, from: previous, reason: "lease-released", requester: requester, detail: "ended early by its holder (\(lease.entry.profile.name))")
         ended?.onEnd?(LeaseEvent(event: .ended, reason: .released, status: status(of: condition)))
         return status(of: condition)
@@ -261,7 +268,7 @@ public actor Conditioner {
         }
         for condition in recovering {
             // A sandbox's `run` lost its lease with the previous daemon: the sandbox ends.
-            condition.policy = condition.sandbox == nil ? recoveredPolicy(from: condition.stateStore?.load(), for: condition.id) : ConditionPolicy()
+            condition.policy = condition.sandbox == nil ? recoveredPolicy(from: condition.stateStore?.load(), for: condition.id) : ConditionPolicy(baselineSince: now)
             persist(condition)
         }
         // One recovery per target, with every condition on it, default target first.
@@ -281,7 +288,7 @@ public actor Conditioner {
                 logger.error("startup: cannot bring back the conditions on \(convergence.target.interface): \(error.message); removing them")
                 try? convergence.removeAll()
                 for condition in group {
-                    condition.policy = ConditionPolicy()
+                    condition.policy = ConditionPolicy(baselineSince: now)
                     record(condition, from: nil, to: "off", reason: "startup", requester: nil, detail: "could not be brought back: \(error.message)")
                 }
             }
@@ -304,7 +311,7 @@ public actor Conditioner {
             let runtime = condition.leaseRuntime
             runtime?.timer?.cancel()
             condition.leaseRuntime = nil
-            condition.policy = condition.policy.wanting(baseline: nil, lease: nil)
+            condition.policy = condition.policy.wanting(baseline: nil, lease: nil, now: now)
             do {
                 try condition.convergence.removeAll()
                 if tearDownSandbox(of: condition) {
@@ -379,7 +386,7 @@ public actor Conditioner {
         let runtime = condition.leaseRuntime
         runtime?.timer?.cancel()
         condition.leaseRuntime = nil
-        condition.policy = ConditionPolicy()
+        condition.policy = ConditionPolicy(baselineSince: now)
         condition.convergence.forget()
         let detail = endOfNamespace(condition, gone: "\(namespace.path) is gone")
         logger.notice("the network namespace of \(condition.id) (\(namespace.path)) is gone; its condition ended with it (\(detail))")
@@ -535,7 +542,7 @@ public actor Conditioner {
         }
         return Condition(
             id: id, namespaceIdentity: identity, convergence: convergence, slot: slot,
-            stateStore: stateDirectory.map { StateStore(directory: $0, condition: id) }
+            stateStore: stateDirectory.map { StateStore(directory: $0, condition: id) }, offSince: now
         )
     }
 
@@ -593,7 +600,7 @@ public actor Conditioner {
     /// Off, recorded; an idle condition is still swept of what an earlier daemon may have left.
     private func switchOff(_ condition: Condition, by requester: Requester) throws {
         let previous = condition.policy.effective
-        let displaced = try converge(condition, to: condition.policy.wanting(baseline: nil, lease: nil), replacingForeign: false)
+        let displaced = try converge(condition, to: condition.policy.wanting(baseline: nil, lease: nil, now: now), replacingForeign: false)
         if previous == nil {
             if !condition.convergence.isInUse {
                 try condition.convergence.removeAll()
@@ -646,13 +653,13 @@ public actor Conditioner {
     /// The policy a restarted daemon starts from: the stored one, less a lease that ended
     /// while no daemon ran (expired, or bound to a client whose connection died with it).
     private func recoveredPolicy(from state: PersistedState?, for id: ConditionID) -> ConditionPolicy {
-        guard let state, state.interface == id.interface, state.namespace == id.namespace?.description else { return ConditionPolicy() }
+        guard let state, state.interface == id.interface, state.namespace == id.namespace?.description else { return ConditionPolicy(baselineSince: now) }
         let baseline: CatalogEntry?
         do {
             baseline = try state.baseline?.entry()
         } catch {
             logger.error("startup: ignoring the stored condition on \(id.interface): \(error)")
-            return ConditionPolicy()
+            return ConditionPolicy(baselineSince: now)
         }
         var lease: Lease?
         let leaseEntry: CatalogEntry?
@@ -665,7 +672,7 @@ public actor Conditioner {
         if let stored = state.lease, let entry = leaseEntry {
             if stored.clientBound {
                 logger.notice("startup: dropping the lease on '\(entry.profile.name)' held by \(stored.holder): its client's connection ended with the previous daemon")
-            } else if let expires = stored.expires, expires <= Date() {
+            } else if let expires = stored.expires, expires <= now {
                 logger.notice("startup: the lease on '\(entry.profile.name)' held by \(stored.holder) expired while no daemon ran")
             } else {
                 lease = Lease(
@@ -688,7 +695,7 @@ public actor Conditioner {
             return update
         }
         let policy = condition.policy
-        var wanted = policy.wanting(baseline: policy.baseline.map(refreshed), lease: policy.lease)
+        var wanted = policy.wanting(baseline: policy.baseline.map(refreshed), lease: policy.lease, now: now)
         if let lease = policy.lease {
             wanted.lease?.entry = refreshed(lease.entry)
         }
@@ -721,7 +728,7 @@ public actor Conditioner {
         var runtime = Condition.LeaseRuntime(leaseID: lease.id, onEnd: onEnd)
         if let expires = lease.expires {
             let ticket = LeaseTicket(condition: condition.id, leaseID: lease.id)
-            let delay = TimeAmount.milliseconds(Int64((expires.timeIntervalSinceNow * 1000).rounded(.up)))
+            let delay = TimeAmount.milliseconds(Int64((expires.timeIntervalSince(now) * 1000).rounded(.up)))
             runtime.timer = eventLoop.scheduleTask(in: max(delay, .zero)) {
                 Task { await self.expire(ticket) }
             }
@@ -745,10 +752,10 @@ public actor Conditioner {
         guard let lease = condition.policy.lease else { return nil }
         var ended: Condition.LeaseRuntime?
         do {
-            ended = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: nil), replacingForeign: false)
+            ended = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: nil, now: now), replacingForeign: false)
         } catch {
             logger.error("cannot end the lease on '\(lease.entry.profile.name)' on \(condition.id): \(error); keeping it in force without a lease")
-            condition.policy = condition.policy.wanting(baseline: lease.entry, lease: nil)
+            condition.policy = condition.policy.wanting(baseline: lease.entry, lease: nil, now: now)
             persist(condition)
             ended = condition.leaseRuntime
             ended?.timer?.cancel()

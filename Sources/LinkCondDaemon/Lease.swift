@@ -16,8 +16,8 @@ struct Lease: Sendable, Equatable {
     var expires: Date?
     var clientBound: Bool
 
-    var secondsLeft: Int? {
-        expires.map { max(0, Int($0.timeIntervalSinceNow.rounded(.up))) }
+    func secondsLeft(at now: Date) -> Int? {
+        expires.map { max(0, Int($0.timeIntervalSince(now).rounded(.up))) }
     }
 
     /// Whether `requester` is the one who holds it: the same user. Root's leases are root's.

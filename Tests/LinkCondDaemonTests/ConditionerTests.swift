@@ -42,7 +42,8 @@ struct ConditionerTests {
     @Test("A forced take-over that the kernel refuses leaves the old lease and its expiry in force")
     func failedTakeOverKeepsExpiry() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
-        let conditioner = TestDaemon.conditioner(kernel: kernel)
+        let time = ManualTime()
+        let conditioner = TestDaemon.conditioner(kernel: kernel, time: time)
         _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
         _ = try await conditioner.activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 500))
         kernel.refusal = { step, _ in
@@ -54,8 +55,10 @@ struct ConditionerTests {
         }
         #expect(await conditioner.status().lease?.holder.uid == 1000)
         kernel.refusal = nil
-        try await Task.sleep(for: .milliseconds(1200))
-        #expect(await conditioner.status().lease == nil)
+        await time.advance(by: .milliseconds(499))
+        #expect(await conditioner.status().lease?.holder.uid == 1000)
+        await time.advance(by: .milliseconds(2))
+        #expect(await eventually { await conditioner.status().lease == nil })
         #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
     }
 
@@ -86,12 +89,17 @@ struct LeaseTests {
     @Test("A timed lease reverts to the baseline by itself")
     func timedLeaseExpires() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
-        let conditioner = TestDaemon.conditioner(kernel: kernel)
+        let time = ManualTime()
+        let conditioner = TestDaemon.conditioner(kernel: kernel, time: time)
         _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
         let leased = try await conditioner.activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 300))
         #expect(leased.lease?.restores == "Slow Net")
+        #expect(leased.lease?.secondsLeft == 1)
         #expect(try TestDaemon.conditionInKernel(kernel) == "Nasty Net")
-        try await Task.sleep(for: .milliseconds(700))
+        await time.advance(by: .milliseconds(299))
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Nasty Net")
+        await time.advance(by: .milliseconds(2))
+        #expect(await eventually { await conditioner.status().lease == nil })
         let after = await conditioner.status()
         #expect(after.profile?.name == "Slow Net")
         #expect(after.lease == nil)
@@ -104,10 +112,13 @@ struct LeaseTests {
     func leaseFromOff() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
         let pristine = kernel.fullState
-        let conditioner = TestDaemon.conditioner(kernel: kernel)
+        let time = ManualTime()
+        let conditioner = TestDaemon.conditioner(kernel: kernel, time: time)
         _ = try await conditioner.activate("Slow Net", by: TestDaemon.root, for: LeaseDuration(milliseconds: 200))
-        try await Task.sleep(for: .milliseconds(600))
-        #expect(kernel.fullState == pristine)
+        await time.advance(by: .milliseconds(199))
+        #expect(kernel.fullState != pristine)
+        await time.advance(by: .milliseconds(2))
+        #expect(await eventually { kernel.fullState == pristine })
     }
 
     @Test("A client-bound lease ends when its client releases it")
@@ -138,10 +149,14 @@ struct LeaseTests {
 
     @Test("A client-bound lease with a maximum expires and says so")
     func boundLeaseMaximum() async throws {
-        let conditioner = TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0"]))
+        let time = ManualTime()
+        let conditioner = TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0"]), time: time)
         let events = EventBox()
         _ = try await conditioner.hold("Nasty Net", by: TestDaemon.alice, maximum: LeaseDuration(milliseconds: 200), onEnd: { events.add($0) })
-        try await Task.sleep(for: .milliseconds(600))
+        await time.advance(by: .milliseconds(199))
+        #expect(events.all.isEmpty)
+        await time.advance(by: .milliseconds(2))
+        #expect(await eventually { !events.all.isEmpty })
         #expect(events.all.map(\.reason) == [.expired])
         #expect(await conditioner.status().active == false)
     }
@@ -223,20 +238,24 @@ struct RecoveryTests {
         let directory = try TestDaemon.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let kernel = FakeKernel(interfaces: ["eth0"])
-        // The first daemon's event loop stops with it, as a killed process's timers do.
-        let doomed = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        _ = try await TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path, eventLoop: doomed.next())
+        // The first daemon's timers are on a loop of its own that never runs again, as a killed
+        // process's; both daemons read the same clock.
+        let doomed = ManualTime()
+        let time = ManualTime()
+        _ = try await TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path, eventLoop: doomed.loop, clock: time.clock)
             .activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 12_000))
-        try await doomed.shutdownGracefully()
-        let restarted = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
+        // The restart comes 5 s later.
+        await time.advance(by: .seconds(5))
+        let restarted = TestDaemon.conditioner(kernel: kernel, time: time, stateDirectory: directory.path)
         try await restarted.recover()
         let status = await restarted.status()
         #expect(status.lease?.holder.uid == 1000)
+        #expect(status.lease?.secondsLeft == 7)
         #expect(try TestDaemon.conditionInKernel(kernel) == "Nasty Net")
-        // The lease's 12 s cover the restart on a loaded machine (4 s ran out once, with the
-        // tests beside three VMs); a second past them it has ended.
-        try await Task.sleep(for: .milliseconds(13_000))
-        #expect(try TestDaemon.conditionInKernel(kernel) == nil)
+        await time.advance(by: .milliseconds(6_999))
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Nasty Net")
+        await time.advance(by: .milliseconds(2))
+        #expect(try await eventually { try TestDaemon.conditionInKernel(kernel) == nil })
     }
 
     @Test("An expired lease is not restored; the baseline is")
@@ -244,15 +263,14 @@ struct RecoveryTests {
         let directory = try TestDaemon.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let kernel = FakeKernel(interfaces: ["eth0"])
-        let first = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
+        let doomed = ManualTime()
+        let time = ManualTime()
+        let first = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path, eventLoop: doomed.loop, clock: time.clock)
         _ = try await first.activate("Slow Net", by: TestDaemon.root)
         _ = try await first.activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 100))
         // The daemon dies before the lease ends; the new one starts after it would have.
-        let store = StateStore(directory: directory.path, condition: ConditionID(interface: "eth0"))
-        let state = try #require(store.load())
-        try await Task.sleep(for: .milliseconds(400))
-        try store.save(state)
-        let restarted = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
+        time.advanceClock(by: .milliseconds(100))
+        let restarted = TestDaemon.conditioner(kernel: kernel, time: time, stateDirectory: directory.path)
         try await restarted.recover()
         #expect(await restarted.status().profile?.name == "Slow Net")
         #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")

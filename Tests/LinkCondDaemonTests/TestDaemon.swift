@@ -4,11 +4,13 @@ import Foundation
 @testable import LinkCondDaemon
 import Logging
 import NIOCore
+import NIOEmbedded
 import NIOPosix
 import Profiles
 import Sandboxes
 import Shaping
 import ShapingTestSupport
+import Synchronization
 
 /// A conditioner on a model kernel with the shipped-like profiles, for tests without root.
 enum TestDaemon {
@@ -43,7 +45,8 @@ enum TestDaemon {
         kernel: FakeKernel, stateDirectory: String? = nil, historyFile: String? = nil,
         catalog: ProfileCatalog = ProfileCatalog(entries: profiles, problems: [problem]), profileDirectories: [String] = [],
         eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next(), namespaces: FakeNamespaces? = nil,
-        sandboxes: (any SandboxPlumbing & Sendable)? = nil, scenarios: ScenarioCatalog = ScenarioCatalog()
+        sandboxes: (any SandboxPlumbing & Sendable)? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
+        clock: WallClock = .system
     ) -> Conditioner {
         Conditioner(
             engine: ShapingEngine(kernel: kernel, logger: .quiet),
@@ -57,8 +60,14 @@ enum TestDaemon {
             historyFile: historyFile,
             namespaces: namespaces,
             sandboxes: sandboxes,
+            clock: clock,
             logger: .quiet
         )
+    }
+
+    /// A conditioner whose leases live on `time`: its clock, and its event loop's timers.
+    static func conditioner(kernel: FakeKernel, time: ManualTime, stateDirectory: String? = nil) -> Conditioner {
+        conditioner(kernel: kernel, stateDirectory: stateDirectory, eventLoop: time.loop, clock: time.clock)
     }
 
     /// A unique socket path, short enough for `sockaddr_un`.
@@ -95,6 +104,43 @@ enum TestDaemon {
         var state: String
         var description: String { "the kernel holds a tree that matches no profile:\n\(state)" }
     }
+}
+
+/// Time that passes only when a test moves it: the wall clock leases expire on, and an event loop
+/// whose timers fire as it moves. A test of a lease's end then takes no real time, and no busy
+/// machine can make it late. A lease's timer is set in whole milliseconds, rounded up so that it
+/// never ends early: tests look for its end 1 ms after its time.
+final class ManualTime: Sendable {
+    let loop = NIOAsyncTestingEventLoop()
+    private let date = Mutex(Date(timeIntervalSinceReferenceDate: 800_000_000))
+
+    var clock: WallClock { WallClock { [self] in self.date.withLock { $0 } } }
+
+    /// Moves the clock and the loop by `amount`: the timers due by then fire. Timers scheduled
+    /// from off the loop reach it through its queue: it is run first, so that they count from
+    /// the time they were set.
+    func advance(by amount: Duration) async {
+        await loop.run()
+        let (seconds, attoseconds) = amount.components
+        date.withLock { $0 = $0.addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18) }
+        await loop.advanceTime(by: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+    }
+
+    /// Moves the clock alone, as time passing while no daemon runs.
+    func advanceClock(by amount: Duration) {
+        let (seconds, attoseconds) = amount.components
+        date.withLock { $0 = $0.addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18) }
+    }
+}
+
+/// Whether `condition` becomes true while the tasks a fired timer started run: it is asked again
+/// after each of up to 10 000 turns of the scheduler, not after any time.
+func eventually(_ condition: () async throws -> Bool) async rethrows -> Bool {
+    for _ in 0..<10_000 {
+        if try await condition() { return true }
+        await Task.yield()
+    }
+    return try await condition()
 }
 
 extension FakeKernel {
