@@ -61,9 +61,12 @@ class Daemon:
         with self.log_path.open("a") as log:
             log.write(f"--- linkcondd start {time.strftime('%H:%M:%S')} {' '.join(extra)}\n")
             log.flush()
-            # The caller's environment whole (LD_PRELOAD included: a fault shim reaches the daemon).
+            # The caller's environment whole, and a fault shim (scripts/kernel-fault-test) preloaded.
+            env = dict(os.environ)
+            if env.get("LC_DAEMON_PRELOAD"):
+                env["LD_PRELOAD"] = " ".join(filter(None, [env.get("LD_PRELOAD"), env["LC_DAEMON_PRELOAD"]]))
             self.process = subprocess.Popen(self.argv(*extra), stdin=subprocess.DEVNULL, stdout=log,
-                                            stderr=subprocess.STDOUT)
+                                            stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + START_LIMIT
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -127,6 +127,28 @@ def big_rcvbuf(s, size=4 << 20):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
 
 
+IPV6_DSTOPTS = getattr(socket, "IPV6_DSTOPTS", 59)
+
+
+def carry_header_options(s, host):
+    """Has every packet S sends carry IPv4 options (three NOPs and an end: a 24-byte header) or an
+    IPv6 destination-options extension header (PadN): what a filter must parse past to find the
+    ports."""
+    if family_of(host) == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, IPV6_DSTOPTS, bytes([0, 0, 1, 4, 0, 0, 0, 0]))
+    else:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, bytes([1, 1, 1, 0]))
+
+
+def pktinfo_from(source):
+    """The ancillary data that has a datagram of a dual-stack socket leave from SOURCE (an
+    address of this host's, IPv4 or IPv6), or None without one."""
+    if not source:
+        return None
+    address = socket.inet_pton(socket.AF_INET6, v4mapped((source, 0))[0])
+    return [(socket.IPPROTO_IPV6, socket.IPV6_PKTINFO, address + bytes(4))]
+
+
 def spawn(fn, *args):
     t = threading.Thread(target=fn, args=args, daemon=True)
     t.start()
@@ -136,10 +158,14 @@ def spawn(fn, *args):
 # ---------------------------------------------------------------- server
 
 class Server:
-    def __init__(self):
+    def __init__(self, silent=False):
+        # A server that answers nothing (`serve --silent`): what the suite must notice, every
+        # check of a reply failing rather than reading silence as the condition's.
+        self.silent = silent
         self.lock = threading.Lock()
         self.counts = {}      # run id -> set of sequence numbers (UDP counter)
         self.stamps = {}      # run id -> [(seq, sent ns, received ns)] (timestamped packets)
+        self.altered = {}     # run id -> timestamped packets whose pad (zeros as sent) arrived changed
         self.sinks = {}       # run id -> [(t, cumulative bytes)]
         self.counter = None
         # What the echo servers answered, per "udp/PORT" and "tcp/PORT": a test that expects
@@ -160,6 +186,8 @@ class Server:
             data, ancillary, _, addr = s.recvmsg(65535, socket.CMSG_SPACE(20))
             reply_from = [(level, kind, info[:16] + bytes(4)) for level, kind, info in ancillary
                           if level == socket.IPPROTO_IPV6 and kind == socket.IPV6_PKTINFO and len(info) >= 20]
+            if self.silent:
+                continue
             try:
                 s.sendmsg([data], reply_from, 0, addr)
                 self.count_echo("udp/%d" % port)
@@ -174,6 +202,8 @@ class Server:
                     data = c.recv(65536)
                     if not data:
                         return
+                    if self.silent:
+                        continue
                     c.sendall(data)
                     self.count_echo("tcp/%d" % port)
             except OSError:
@@ -195,8 +225,9 @@ class Server:
                     return
                 rid = struct.unpack("!Q", head)[0]
                 series = [(now(), 0)]
-                with self.lock:
-                    self.sinks[rid] = series
+                if not self.silent:
+                    with self.lock:
+                        self.sinks[rid] = series
                 total = 0
                 while True:
                     n = len(c.recv(65536))
@@ -216,7 +247,7 @@ class Server:
             c.settimeout(120)
             buf = b"\0" * 65536
             try:
-                while True:
+                while not self.silent:
                     c.sendall(buf)
             except OSError:
                 return
@@ -234,10 +265,14 @@ class Server:
         s = self.counter
         while True:
             data, _, received = recv_stamped(s, 65535)
+            if self.silent:
+                continue
             if len(data) >= TSEG.size and data[:4] == STAMPED:
                 _, rid, seq, sent = TSEG.unpack_from(data)
                 with self.lock:
                     self.stamps.setdefault(rid, []).append((seq, sent, received))
+                    if data.count(0, TSEG.size) != len(data) - TSEG.size:
+                        self.altered[rid] = self.altered.get(rid, 0) + 1
                 continue
             if len(data) < SEG.size:
                 continue
@@ -253,7 +288,7 @@ class Server:
         pad = b"\0" * 32
         t0 = now()
         sent = 0
-        for seq in range(count):
+        for seq in range(0 if self.silent else count):
             try:
                 self.counter.sendto(SEG.pack(MAGIC, rid, seq) + pad, dst)
                 sent += 1
@@ -262,8 +297,11 @@ class Server:
             pace(t0, seq + 1, gap)
         return sent, now() - t0
 
-    def stream(self, host, port, rid, rate, duration, pad_bytes=STREAM_PAD, catch_up=None, until=None):
+    def stream(self, host, port, rid, rate, duration, pad_bytes=STREAM_PAD, catch_up=None, until=None, source=None):
         dst = v4mapped((host, port))
+        # From SOURCE, the address the client streams with: a server with several addresses on
+        # one link would otherwise send from whichever routing picks, for every client.
+        ancillary = pktinfo_from(source)
         pad = b"\0" * pad_bytes
         gap = 1.0 / rate
         t0 = now()
@@ -274,7 +312,19 @@ class Server:
         burst = run = 0
         while sending:
             try:
-                self.counter.sendto(TSEG.pack(STAMPED, rid, seq, time.monotonic_ns()) + pad, dst)
+                if not self.silent:
+                    packet = TSEG.pack(STAMPED, rid, seq, time.monotonic_ns()) + pad
+                    if ancillary:
+                        try:
+                            self.counter.sendmsg([packet], ancillary, 0, dst)
+                        except OSError:
+                            if seq:
+                                raise
+                            # SOURCE is not an address of this server's: from what routing picks.
+                            ancillary = None
+                            self.counter.sendto(packet, dst)
+                    else:
+                        self.counter.sendto(packet, dst)
             except OSError:
                 refused += 1
             seq += 1
@@ -299,10 +349,11 @@ class Server:
                     rep = {"series": list(self.sinks.get(req["id"], []))}
             elif op == "stamps":
                 with self.lock:
-                    rep = {"packets": list(self.stamps.get(req["id"], []))}
+                    rep = {"packets": list(self.stamps.get(req["id"], [])), "altered": self.altered.get(req["id"], 0)}
             elif op == "stream":
                 sent, refused, burst = self.stream(req["host"], req["port"], req["id"], req["rate"], req["duration"],
-                                                   req.get("pad", STREAM_PAD), req.get("catch_up"), req.get("until"))
+                                                   req.get("pad", STREAM_PAD), req.get("catch_up"), req.get("until"),
+                                                   req.get("source"))
                 rep = {"sent": sent, "send_refused": refused, "longest_burst": burst}
             elif op == "blast":
                 sent, took = self.blast(req["host"], req["port"], req["id"], req["count"], req["gap"])
@@ -639,6 +690,8 @@ def cmd_loss(a):
 def stream_up(a, host, out, pad_bytes=STREAM_PAD):
     rid = run_id()
     s = socket.socket(family_of(host), socket.SOCK_DGRAM)
+    if getattr(a, "ip_options", 0):
+        carry_header_options(s, host)
     s.connect((host, COUNTER_PORT))
     pad = b"\0" * pad_bytes
     gap = 1.0 / a.rate
@@ -647,17 +700,21 @@ def stream_up(a, host, out, pad_bytes=STREAM_PAD):
     t0 = now()
     sending = Sending(a.duration, getattr(a, "until", None))
     seq = 0
+    refused = 0
     while sending:
         try:
             s.send(TSEG.pack(STAMPED, rid, seq, time.monotonic_ns()) + pad)
         except OSError:
-            pass
+            refused += 1
         seq += 1
         t0 = stream_schedule(t0, seq, gap)
         pace(t0, seq, gap)
     s.close()
     time.sleep(a.grace)
-    out["up"] = {"sent": seq, "packets": ctl_call(a.ctl, {"op": "stamps", "id": rid})["packets"]}
+    stamps = ctl_call(a.ctl, {"op": "stamps", "id": rid})
+    # "altered": packets that arrived with their pad changed on the way (a corruption that no
+    # checksum caught).
+    out["up"] = {"sent": seq, "packets": stamps["packets"], "altered": stamps.get("altered"), "send_refused": refused}
 
 
 def stream_down(a, host, out, pad_bytes=STREAM_PAD):
@@ -680,7 +737,7 @@ def stream_down(a, host, out, pad_bytes=STREAM_PAD):
         reply.update(ctl_call(a.ctl, {"op": "stream", "host": local, "port": s.getsockname()[1],
                                       "id": rid, "rate": a.rate, "duration": a.duration,
                                       "pad": pad_bytes, "catch_up": getattr(a, "catch_up", STREAM_CATCH_UP),
-                                      "until": getattr(a, "until", None)},
+                                      "until": getattr(a, "until", None), "source": host},
                               timeout=a.duration + 60))
         done.set()
 
@@ -716,9 +773,9 @@ def cmd_stream(a):
     out = {}
     threads = []
     if a.dir in ("up", "both"):
-        threads.append(spawn(stream_up, a, a.host, out))
+        threads.append(spawn(stream_up, a, a.host, out, a.pad))
     if a.dir in ("down", "both"):
-        threads.append(spawn(stream_down, a, a.host, out))
+        threads.append(spawn(stream_down, a, a.host, out, a.pad))
     for t in threads:
         t.join()
     json.dump(out, sys.stdout)
@@ -776,7 +833,8 @@ def cmd_udprate(a):
     the rate keep the shaper's queue full, so they leave it, and arrive, exactly at the shaped
     rate: unlike a TCP transfer, no sender stall or retransmission can pass for lost capacity.
     `--arrivals` adds each frame's arrival (kernel stamp, CLOCK_MONOTONIC ns), for a rate that
-    changes over time (a trace)."""
+    changes over time (a trace); `--packets` each frame's sequence number and send stamp too,
+    which tell whether the sender kept offering more than the link carried."""
     ip_header = 20 if family_of(a.host) == socket.AF_INET else 40
     pad_bytes = a.frame - 14 - ip_header - 8 - TSEG.size
     a.rate = max(2.0, a.offer * a.bps / (a.frame * 8))
@@ -799,6 +857,8 @@ def cmd_udprate(a):
         }
         if a.arrivals:
             result[d]["arrivals_ns"] = arrivals
+        if a.packets:
+            result[d]["packets"] = out[d]["packets"]
     if a.dir != "both":
         result.update(result.pop(a.dir))
     json.dump(result, sys.stdout)
@@ -882,6 +942,7 @@ def main():
 
     sp = sub.add_parser("serve")
     sp.add_argument("--ctl", required=True)
+    sp.add_argument("--silent", action="store_true", help="answer nothing (the suite's own fault)")
     sp.add_argument("--sink-rcvbuf", type=int, default=0,
                     help="upload receive buffer, 0 = kernel autotuning; a small one makes a slow "
                          "reader drop segments that already crossed the shaper")
@@ -925,6 +986,7 @@ def main():
     sp.add_argument("--duration", type=float, required=True)
     sp.add_argument("--grace", type=float, default=3.0)
     sp.add_argument("--ready", help="file created when the first packet down arrives (when sending up starts, up alone)")
+    sp.add_argument("--pad", type=int, default=STREAM_PAD, help="payload bytes after the stamp")
 
     sp = sub.add_parser("oneway")
     sp.add_argument("--host", required=True)
@@ -936,6 +998,8 @@ def main():
     sp.add_argument("--pad", type=int, default=STREAM_PAD, help="payload bytes after the stamp")
     sp.add_argument("--catch-up", type=int, default=STREAM_CATCH_UP,
                     help="packets a held-up sender sends back to back to catch up (a flood that must keep its rate: many)")
+    sp.add_argument("--ip-options", type=int, default=0,
+                    help="1: the up stream's packets carry IPv4 options or an IPv6 destination-options header")
 
     sp = sub.add_parser("udprate")
     sp.add_argument("--host", required=True)
@@ -948,6 +1012,8 @@ def main():
     sp.add_argument("--frame", type=int, default=1514, help="link bytes per frame")
     sp.add_argument("--grace", type=float, default=2.0)
     sp.add_argument("--arrivals", action="store_true", help="each frame's arrival, CLOCK_MONOTONIC ns")
+    sp.add_argument("--packets", action="store_true",
+                    help="each frame's [sequence, sent ns, arrival ns]: what its sender offered when")
     sp.add_argument("--ready", help="file made once downlink frames arrive")
     sp.add_argument("--until", help="file whose appearance ends the sending before --duration")
 
@@ -962,7 +1028,7 @@ def main():
 
     a = p.parse_args()
     if a.cmd == "serve":
-        Server().run(a.ctl, a.sink_rcvbuf)
+        Server(a.silent).run(a.ctl, a.sink_rcvbuf)
     else:
         {"rtt": cmd_rtt, "throughput": cmd_throughput, "loss": cmd_loss,
          "session": cmd_session, "stream": cmd_stream, "oneway": cmd_oneway, "udprate": cmd_udprate,

@@ -8,6 +8,7 @@ that crashed, printed nothing or left a target out is never read as "no replies"
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import time
@@ -50,8 +51,10 @@ class ProbeServer:
         """Starts the server and waits until its control socket answers."""
         self.ctl.unlink(missing_ok=True)
         with self.log.open("a") as log:
+            # scripts/kernel-fault-test server-silent: the suite must notice a server that answers nothing.
+            silent = ["--silent"] if os.environ.get("LC_FAULT") == "server-silent" else []
             self.process = spawn(self.namespace.argv("timeout", str(self.lifetime), SYSTEM_PYTHON, PROBE, "serve",
-                                                     "--ctl", self.ctl), stdout=log, stderr=log)
+                                                     "--ctl", self.ctl, *silent), stdout=log, stderr=log)
         if not wait_until(self._ready, 30, 0.1):
             self.stop()
             raise HarnessError(f"the probe server did not start:\n{self.log.read_text()[-2000:]}")
@@ -148,6 +151,19 @@ class Probes:
         for d in wanted:
             if d not in doc or not doc[d].get("sent"):
                 raise ProbeFailed(f"oneway {d} to {host}: nothing sent ({doc.get(d)})")
+        return doc
+
+    def stream(self, host: str, direction: str = "both", rate: float = 500, duration: float = 6,
+               **options: Any) -> dict[str, dict]:
+        """The packets of a timestamped UDP stream per direction (`up`, `down`), as they arrived:
+        each direction's `sent` and `packets` ([sequence, sent ns, received ns] in arrival order,
+        duplicates included), and the packets that arrived `altered` (`corrupted` down)."""
+        extra = [a for k, v in options.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+        doc = self._run(duration + 90, "stream", "--host", host, "--ctl", self.server.ctl, "--dir", direction,
+                        "--rate", str(rate), "--duration", str(duration), *extra)
+        for d in (("up", "down") if direction == "both" else (direction,)):
+            if d not in doc or not doc[d].get("sent") or "packets" not in doc[d]:
+                raise ProbeFailed(f"stream {d} to {host}: nothing sent ({str(doc.get(d))[:200]})")
         return doc
 
     def loss(self, tasks: Sequence[str], count: int, gap: float = 0.001) -> dict[str, int]:
