@@ -27,6 +27,7 @@ import json
 import os
 import queue
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -138,6 +139,10 @@ def _module_kind(item, forced: str | None) -> str:
     return kind
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 class Controller:
     def __init__(self, config):
         self.config = config
@@ -146,6 +151,18 @@ class Controller:
         self.limit = config.getoption("--vm-timeout")
         self.events: queue.Queue = queue.Queue()
         self.durations: dict[str, float] = {}
+        self.processes: dict[str, subprocess.Popen] = {}
+        # A time limit that ends the run (make test's) ends it as Ctrl-C would: pytest still
+        # reports what ran, the checks so far and its closing line.
+        signal.signal(signal.SIGTERM, _interrupt)
+
+    def pytest_sessionfinish(self, session):
+        for process in list(self.processes.values()):
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
     # The host never runs a test's fixtures: its root, namespaces and kernel are not the suite's.
     @pytest.hookimpl(tryfirst=True)
@@ -194,7 +211,10 @@ class Controller:
                 thread = threading.Thread(target=self.run_vm, args=(group, cpu, jobs > 1), daemon=True)
                 running[group.name] = thread
                 thread.start()
-            kind, payload = self.events.get()
+            try:
+                kind, payload = self.events.get(timeout=1)
+            except queue.Empty:
+                continue
             if kind == "report":
                 self.log_report(session, *payload)
             elif kind == "done":
@@ -242,8 +262,10 @@ class Controller:
         with log.open("w") as out:
             out.write("$ " + " ".join(shlex.quote(a) for a in argv) + "\n")
             out.flush()
+            # A session of its own: an interrupted run kills each VM with everything it started.
             process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       cwd=REPO)
+                                       cwd=REPO, start_new_session=True)
+            self.processes[group.name] = process
             seen: set[tuple[str, str]] = set()
             with reports.open() as stream:
                 buffer = ""
@@ -258,6 +280,7 @@ class Controller:
                         break
                     if not chunk:
                         time.sleep(0.2)
+        self.processes.pop(group.name, None)
         self.durations[group.name] = time.monotonic() - began
         self.finish_unreported(group, seen, process.returncode, log, checks)
         self.events.put(("done", group))
