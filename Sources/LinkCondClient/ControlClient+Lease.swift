@@ -49,6 +49,10 @@ extension ControlClient {
         var bodyFailure: (any Error)?
         do {
             try await channel.executeThenClose { inbound, outbound in
+                // Until the lease begins, the daemon has `replyTimeout` to say so; after, it may
+                // stay quiet as long as the lease lasts.
+                let alarm = ReplyAlarm(closing: channel.channel, after: replyTimeout)
+                defer { alarm.cancel() }
                 let payload = try JSONEncoder().encode(lease)
                 try await outbound.write(contentsOf: Self.requestParts(.POST, APIPath.leases, payload: payload, closing: false))
 
@@ -61,7 +65,7 @@ extension ControlClient {
                     let watcher = Task {
                         var iterator = items.makeAsyncIterator()
                         do {
-                            start.yield(.success(try await Self.firstEvent(from: &iterator)))
+                            start.yield(.success(try await Self.firstEvent(from: &iterator, socketPath: socketPath)))
                         } catch let error as ControlClientError {
                             start.yield(.failure(error))
                             return
@@ -86,8 +90,13 @@ extension ControlClient {
                         }
                     }
                     var startedIterator = started.makeAsyncIterator()
-                    guard let first = await startedIterator.next() else {
-                        throw ControlClientError(code: .badResponse, message: "linkcondd closed the lease connection before the lease began")
+                    let first = await startedIterator.next()
+                    alarm.cancel()
+                    if alarm.rang {
+                        throw Self.noAnswer(socketPath, to: "POST \(APIPath.leases)", within: replyTimeout)
+                    }
+                    guard let first else {
+                        throw ControlClientError(code: .badResponse, message: "linkcondd at \(socketPath) closed the lease connection before the lease began")
                     }
                     let active = try first.get()
                     do {
@@ -108,7 +117,8 @@ extension ControlClient {
         } catch let error as ControlClientError where !bodyRan {
             throw error
         } catch where !bodyRan {
-            throw connectionError(error)
+            // Connected, so something listens: the connection broke before the lease began.
+            throw ControlClientError(code: .badResponse, message: "the connection to linkcondd at \(socketPath) failed before the lease began: \(error)")
         } catch {
             outcome.value.withLock { if $0 == nil { $0 = .connectionLost("\(error)") } }
         }
@@ -116,7 +126,7 @@ extension ControlClient {
             throw bodyFailure
         }
         guard let result else {
-            throw ControlClientError(code: .badResponse, message: "linkcondd closed the lease connection before the lease began")
+            throw ControlClientError(code: .badResponse, message: "linkcondd at \(socketPath) closed the lease connection before the lease began")
         }
         let final = outcome.value.withLock { $0 } ?? .connectionLost("linkcondd did not confirm the end of the lease within \(Self.leaseGoodbyeTimeout)")
         return (result, final)
@@ -134,7 +144,9 @@ extension ControlClient {
     }
 
     /// The `active` line, or the daemon's refusal as a `ControlClientError`.
-    private static func firstEvent(from iterator: inout AsyncStream<LeaseStreamItem>.AsyncIterator) async throws(ControlClientError) -> LeaseEvent {
+    private static func firstEvent(
+        from iterator: inout AsyncStream<LeaseStreamItem>.AsyncIterator, socketPath: String
+    ) async throws(ControlClientError) -> LeaseEvent {
         var status = 0
         var errorBody = Data()
         while let item = await iterator.next() {
@@ -149,13 +161,13 @@ extension ControlClient {
                 errorBody.append(data)
             case .lost(let reason):
                 if let refusal = refusal(status: status, body: errorBody) { throw refusal }
-                throw ControlClientError(code: .badResponse, message: "the connection to linkcondd broke before the lease began: \(reason)")
+                throw ControlClientError(code: .badResponse, message: "the connection to linkcondd at \(socketPath) broke before the lease began: \(reason)")
             }
         }
         if let refusal = refusal(status: status, body: errorBody) {
             throw refusal
         }
-        throw ControlClientError(code: .badResponse, message: "linkcondd closed the lease connection before the lease began (status \(status))")
+        throw ControlClientError(code: .badResponse, message: "linkcondd at \(socketPath) closed the lease connection before the lease began (status \(status))")
     }
 
     /// Splits the response into its status and newline-delimited events; a broken connection
@@ -165,6 +177,7 @@ extension ControlClient {
         into continuation: AsyncStream<LeaseStreamItem>.Continuation
     ) async {
         var pending = Data()
+        var errorBytes = 0
         var ok = false
         let decoder = JSONDecoder()
         do {
@@ -175,6 +188,13 @@ extension ControlClient {
                     continuation.yield(.head(Int(head.status.code)))
                 case .body(let chunk):
                     pending.append(contentsOf: chunk.readableBytesView)
+                    errorBytes += ok ? 0 : chunk.readableBytes
+                    // A line, or a refusal, longer than any the daemon writes: not the daemon's.
+                    guard pending.count <= maximumReplyBytes, errorBytes <= maximumReplyBytes else {
+                        continuation.yield(.lost("an answer over \(maximumReplyBytes) bytes without a line's end, more than linkcondd ever sends"))
+                        continuation.finish()
+                        return
+                    }
                     guard ok else {
                         continuation.yield(.errorBody(pending))
                         pending.removeAll()

@@ -13,6 +13,17 @@ import NIOPosix
 /// request; `withConnection` keeps one open for many.
 public struct ControlClient: Sendable {
     public var socketPath: String
+    /// How long a request waits for the daemon's whole answer, and a lease for its first line,
+    /// before giving up with `.noAnswer`. The daemon answers within its own limits (a host name
+    /// lookup at most 10 s), so a longer wait is a daemon that is hung, or something else
+    /// listening on its socket.
+    public var replyTimeout: Duration = Self.defaultReplyTimeout
+
+    /// `replyTimeout` unless set.
+    public static let defaultReplyTimeout = Duration.seconds(30)
+    /// The largest answer the client reads: far above the largest the daemon sends (1 024
+    /// conditions with their kernel objects), and a bound on the memory a wrong answer costs.
+    public static let maximumReplyBytes = 64 << 20
 
     public init(socketPath: String) {
         self.socketPath = socketPath

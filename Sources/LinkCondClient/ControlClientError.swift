@@ -14,6 +14,8 @@ public struct ControlClientError: Error, Sendable, CustomStringConvertible {
         public static let api = Code(rawValue: "api")
         /// The daemon's answer made no sense.
         public static let badResponse = Code(rawValue: "bad-response")
+        /// The daemon took the connection but did not answer within the client's `replyTimeout`.
+        public static let noAnswer = Code(rawValue: "no-answer")
     }
 
     public var code: Code

@@ -7,16 +7,26 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// One keep-alive HTTP/1.1 connection to the daemon: the single place where the client
 /// writes requests and reads answers. Lives inside `ControlClient.withConnection`.
 public final class ControlConnection {
     private var inbound: NIOAsyncChannelInboundStream<HTTPClientResponsePart>.AsyncIterator
     private let outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>
+    private let channel: any Channel
+    private let socketPath: String
+    private let replyTimeout: Duration
 
-    init(inbound: NIOAsyncChannelInboundStream<HTTPClientResponsePart>, outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>) {
+    init(
+        inbound: NIOAsyncChannelInboundStream<HTTPClientResponsePart>, outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>,
+        channel: any Channel, socketPath: String, replyTimeout: Duration
+    ) {
         self.inbound = inbound.makeAsyncIterator()
         self.outbound = outbound
+        self.channel = channel
+        self.socketPath = socketPath
+        self.replyTimeout = replyTimeout
     }
 
     /// Sends one request and decodes the answer, or throws the daemon's error document.
@@ -27,32 +37,114 @@ public final class ControlConnection {
         let (status, data) = try await exchange(method, path, payload: payload)
         guard (200..<300).contains(status) else {
             throw ControlClient.refusal(status: status, body: data)
-                ?? ControlClientError(code: .badResponse, message: "linkcondd answered \(status) without an error document", status: status)
+                ?? ControlClientError(
+                    code: .badResponse, message: "linkcondd at \(socketPath) answered \(method) \(path) with \(status) and no error document",
+                    status: status
+                )
         }
         do {
             return try JSONDecoder().decode(Response.self, from: data)
         } catch {
-            throw ControlClientError(code: .badResponse, message: "cannot read linkcondd's answer to \(method) \(path): \(error)")
+            throw ControlClientError(
+                code: .badResponse,
+                message: "linkcondd at \(socketPath) answered \(method) \(path) with something other than the document expected: \(Self.reason(error))"
+            )
         }
     }
 
-    /// Sends one request and returns the status and body as they came.
+    /// Sends one request and returns the status and body as they came; gives up after
+    /// `replyTimeout`, or when the answer outgrows `ControlClient.maximumReplyBytes`, closing the
+    /// connection.
     public func exchange(_ method: HTTPMethod, _ path: String, payload: Data?) async throws(ControlClientError) -> (Int, Data) {
+        let request = "\(method) \(path)"
+        let alarm = ReplyAlarm(closing: channel, after: replyTimeout)
+        defer { alarm.cancel() }
         do {
             try await outbound.write(contentsOf: ControlClient.requestParts(method, path, payload: payload, closing: false))
             var status = 0
             var body = ByteBuffer()
             while let part = try await inbound.next() {
                 switch part {
-                case .head(let head): status = Int(head.status.code)
-                case .body(var chunk): body.writeBuffer(&chunk)
+                case .head(let head):
+                    status = Int(head.status.code)
+                    if let length = head.headers.first(name: "Content-Length").flatMap(Int.init), length > ControlClient.maximumReplyBytes {
+                        throw tooLarge(request, bytes: length)
+                    }
+                case .body(var chunk):
+                    guard body.readableBytes + chunk.readableBytes <= ControlClient.maximumReplyBytes else {
+                        throw tooLarge(request, bytes: nil)
+                    }
+                    body.writeBuffer(&chunk)
                 case .end: return (status, Data(body.readableBytesView))
                 }
             }
-        } catch {
-            throw ControlClientError(code: .badResponse, message: "the connection to linkcondd failed during \(method) \(path): \(error)")
+        } catch let error as ControlClientError {
+            throw error
+        } catch let error as HTTPParserError where !alarm.rang {
+            if case .invalidEOFState = error {
+                throw ControlClientError(code: .badResponse, message: "linkcondd at \(socketPath) hung up in the middle of its answer to \(request)")
+            }
+            throw ControlClientError(
+                code: .badResponse,
+                message: "what answered \(request) on \(socketPath) does not speak HTTP (\(error)): is that socket linkcondd's?"
+            )
+        } catch where !alarm.rang {
+            throw ControlClientError(code: .badResponse, message: "the connection to linkcondd at \(socketPath) failed during \(request): \(error)")
+        } catch {}
+        if alarm.rang {
+            throw ControlClient.noAnswer(socketPath, to: request, within: replyTimeout)
         }
-        throw ControlClientError(code: .badResponse, message: "linkcondd closed the connection before answering \(method) \(path)")
+        throw ControlClientError(code: .badResponse, message: "linkcondd at \(socketPath) closed the connection before answering \(request)")
+    }
+
+    /// The answer is too large to be the daemon's: the connection closes, unread.
+    private func tooLarge(_ request: String, bytes: Int?) -> ControlClientError {
+        channel.close(promise: nil)
+        let size = bytes.map { "of \($0) bytes" } ?? "over \(ControlClient.maximumReplyBytes) bytes"
+        return ControlClientError(
+            code: .badResponse, message: "linkcondd at \(socketPath) sent an answer \(size) to \(request), more than it ever sends; ignored"
+        )
+    }
+
+    /// Why a document could not be decoded, in one line.
+    static func reason(_ error: any Error) -> String {
+        func place(_ path: [any CodingKey]) -> String {
+            path.isEmpty ? "the document" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error as? DecodingError {
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not JSON" : "\(place(context.codingPath)): \(context.debugDescription)"
+        case .keyNotFound(let key, let context):
+            return "no '\(key.stringValue)' in \(place(context.codingPath))"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "\(place(context.codingPath)) is not what it should be (\(context.debugDescription))"
+        default:
+            return "\(error)"
+        }
+    }
+}
+
+/// Closes a connection whose answer has not come within a time; says whether it did.
+struct ReplyAlarm {
+    private final class State: Sendable {
+        let rang = Mutex(false)
+    }
+
+    private let state = State()
+    private let scheduled: Scheduled<Void>
+
+    init(closing channel: any Channel, after timeout: Duration) {
+        let state = state
+        scheduled = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+            state.rang.withLock { $0 = true }
+            channel.close(promise: nil)
+        }
+    }
+
+    var rang: Bool { state.rang.withLock { $0 } }
+
+    func cancel() {
+        scheduled.cancel()
     }
 }
 
@@ -69,7 +161,17 @@ extension ControlClient {
             throw connectionError(error)
         }
         return try await channel.executeThenClose { inbound, outbound in
-            try await body(ControlConnection(inbound: inbound, outbound: outbound))
+            try await body(ControlConnection(
+                inbound: inbound, outbound: outbound, channel: channel.channel, socketPath: socketPath, replyTimeout: replyTimeout
+            ))
         }
+    }
+
+    /// The daemon took the connection and said nothing for `timeout`.
+    static func noAnswer(_ socketPath: String, to request: String, within timeout: Duration) -> ControlClientError {
+        ControlClientError(
+            code: .noAnswer,
+            message: "linkcondd at \(socketPath) did not answer \(request) within \(timeout): it is hung, or what listens there is not linkcondd (restart it with 'sudo systemctl restart linkcondd')"
+        )
     }
 }
