@@ -2,7 +2,7 @@
 """Runs a command on a fresh pseudo-terminal, as a user at a terminal would: waits for a line
 of its output, types an answer, then presses Ctrl-C (the terminal's SIGINT goes to the whole
 foreground process group). Prints JSON: whether the expected output was seen, the exit status
-(128 + N for signal N), and the output.
+(128 + N for signal N), the output, and when Ctrl-C was pressed (`interrupted_at`, time.time()).
 
   tty.py --expect TEXT --answer TEXT -- COMMAND...
 """
@@ -54,6 +54,7 @@ def main():
     # A person presses Ctrl-C a moment later, once the command is at its next step.
     more, _ = read_until(fd, None, 1)
     output += more
+    interrupted = time.time()
     os.write(fd, b"\x03")
     rest, _ = read_until(fd, None, 3)
     output += rest
@@ -68,7 +69,8 @@ def main():
         time.sleep(0.1)
     if status is None:
         os.kill(pid, 9)
-    json.dump({"expected_seen": seen, "status": status, "output": output.decode(errors="replace")[-2000:]}, sys.stdout)
+    json.dump({"expected_seen": seen, "status": status, "output": output.decode(errors="replace")[-2000:],
+               "interrupted_at": interrupted}, sys.stdout)
     print()
 
 
