@@ -119,3 +119,19 @@ def unshaped_rtt(topo, probes, linkcondd):
             raise HarnessError(f"the unshaped baseline to {t}: {results[t].received} of {results[t].sent} answered")
     return {"IPv4": results[targets[0]].min_ms, "IPv6": results[targets[1]].min_ms}
 
+
+
+@pytest.fixture(scope="module")
+def unshaped_oneway(topo, probes, linkcondd):
+    """The unshaped one-way delays of this module's phase per (family, direction): the 10th
+    percentile of a 2 s stream each way, with nothing in force (every packet must arrive)."""
+    linkcondd.api.must(linkcondd.api.request("DELETE", "/v1/conditions?force=1"))
+    base = {}
+    for family, host in (("IPv4", topo.s4), ("IPv6", topo.s6)):
+        measured = probes.oneway(host, rate=50, duration=2)
+        for direction in ("up", "down"):
+            got = measured[direction]
+            if got["received"] != got["sent"]:
+                raise HarnessError(f"the unshaped one-way baseline {family} {direction}: {got['received']} of {got['sent']} arrived")
+            base[family, direction] = got["quantiles_ms"]["0.1"]
+    return base

@@ -166,11 +166,14 @@ class Probes:
                 raise ProbeFailed(f"stream {d} to {host}: nothing sent ({str(doc.get(d))[:200]})")
         return doc
 
-    def loss(self, tasks: Sequence[str], count: int, gap: float = 0.001) -> dict[str, int]:
+    def loss(self, tasks: Sequence[str], count: int, gap: float = 0.001, grace: float | None = None) -> dict[str, int]:
         """Datagrams delivered of COUNT for each task (`up:HOST`, `down:HOST`): the server counts
         what arrives up, the client what arrives down. ProbeFailed when a sender could not send
-        them all (a count of none delivered then says nothing about the link)."""
+        them all (a count of none delivered then says nothing about the link). GRACE: seconds
+        the count waits after the last datagram (probe.py's default, 1.5, unless told)."""
         args = [a for t in tasks for a in ("--task", t)]
+        if grace is not None:
+            args += ["--grace", str(grace)]
         doc = self._run(60 + count * gap * len(tasks) * 3, "loss", "--ctl", self.server.ctl, "--count", str(count),
                         "--gap", str(gap), *args)
         received = {item["task"]: item["received"] for item in doc}
