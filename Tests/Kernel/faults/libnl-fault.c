@@ -11,7 +11,8 @@
 //   ipv6-unshaped-netns    IPv6 filters of conditions in another network namespace than the
 //                          daemon's (containers, named namespaces) match nothing: IPv6 passes
 //                          there unshaped
-//   ipv6-unshaped-peer     IPv6 filters that match one peer's address match nothing
+//   ipv6-unshaped-peer     IPv6 filters that match one peer's address (u32 keys, or flower filters
+//                          keyed on IPv6) match nothing
 //   ipv6-unshaped-interface  the whole interface's IPv6 filters (classification and the
 //                          ingress redirect) match nothing
 //   loss-dropped           every netem's loss 0 (independent and Gilbert-Elliott alike)
@@ -160,16 +161,29 @@ static int matches_ipv6_address(struct nlmsghdr *header) {
            nla_find(nla_data(options), nla_len(options), TCA_FLOWER_KEY_IPV6_SRC) != NULL;
 }
 
+// A flower filter attached for every protocol whose IP version key is IPv6: that key, or NULL.
+static uint16_t *flower_ipv6_key(struct nlmsghdr *header) {
+    const char *kind = attribute_string(header, TCA_KIND);
+    struct nlattr *options = nlmsg_find_attr(header, sizeof(struct tcmsg), TCA_OPTIONS);
+    if (kind == NULL || strcmp(kind, "flower") != 0 || options == NULL) return NULL;
+    struct nlattr *type = nla_find(nla_data(options), nla_len(options), TCA_FLOWER_KEY_ETH_TYPE);
+    if (type == NULL || nla_len(type) < 2) return NULL;
+    uint16_t *value = nla_data(type);
+    return *value == htons(ETH_P_IPV6) ? value : NULL;
+}
+
 static void rewrite_filter(struct nl_sock *socket, struct nlmsghdr *header) {
     struct tcmsg *tc = nlmsg_data(header);
-    if (TC_H_MIN(tc->tcm_info) != htons(ETH_P_IPV6)) return;
+    uint16_t *flower = TC_H_MIN(tc->tcm_info) == htons(ETH_P_ALL) ? flower_ipv6_key(header) : NULL;
+    if (TC_H_MIN(tc->tcm_info) != htons(ETH_P_IPV6) && flower == NULL) return;
     int other_namespace = socket_namespace(nl_socket_get_fd(socket)) != own_namespace();
     int peer = matches_ipv6_address(header);
     int rewrite = (fault_is("ipv6-unshaped-netns") && other_namespace) ||
                   (fault_is("ipv6-unshaped-peer") && peer) ||
                   (fault_is("ipv6-unshaped-interface") && !other_namespace && !peer);
     if (!rewrite) return;
-    tc->tcm_info = TC_H_MAKE(tc->tcm_info, htons(NO_ETHERTYPE));
+    if (flower != NULL) *flower = htons(NO_ETHERTYPE);
+    else tc->tcm_info = TC_H_MAKE(tc->tcm_info, htons(NO_ETHERTYPE));
     char name[IF_NAMESIZE] = "?";
     device_name(nl_socket_get_fd(socket), tc->tcm_ifindex, name);
     fault_log("%s: filter prio %u parent %x on %s: protocol ipv6 -> 0x%x", getenv("LC_FAULT"),

@@ -24,13 +24,15 @@ class Daemon:
     `api`. Its log stays in WORK/linkcondd.log across restarts, each start marked."""
 
     def __init__(self, namespace: Namespace, interface: str, work: Path, profiles: Path, *,
-                 args: Sequence[str] = (), hosts_file: Path | None = None, socket: Path | None = None):
+                 args: Sequence[str] = (), hosts_file: Path | None = None, socket: Path | None = None,
+                 resolv_conf: Path | None = None):
         self.namespace = namespace
         self.interface = interface
         self.work = Path(work)
         self.profiles = Path(profiles)
         self.args = list(args)
         self.hosts_file = hosts_file
+        self.resolv_conf = resolv_conf
         self.socket = Path(socket or self.work / "linkcond.sock")
         self.state_dir = self.work / "state"
         self.history_file = self.work / "history.jsonl"
@@ -46,11 +48,15 @@ class Daemon:
         command = [str(BIN / "linkcondd"), "--interface", self.interface, "--socket", str(self.socket),
                    "--profiles", str(self.profiles), "--state-dir", str(self.state_dir),
                    "--history-file", str(self.history_file), "--log-level", "debug", *self.args, *extra]
-        if self.hosts_file is not None:
-            # The daemon reads HOSTS as /etc/hosts, bound over it in a mount namespace of its own
-            # that still sees new mounts (`ip netns add`); the same process, so signals reach it.
+        binds = [(path, target) for path, target in ((self.hosts_file, "/etc/hosts"),
+                                                     (self.resolv_conf, "/etc/resolv.conf")) if path is not None]
+        if binds:
+            # The daemon reads HOSTS as /etc/hosts (and RESOLV_CONF as /etc/resolv.conf), bound
+            # over it in a mount namespace of its own that still sees new mounts (`ip netns add`);
+            # the same process, so signals reach it.
+            mounts = " && ".join(f'mount --bind "${n}" {target}' for n, (_, target) in enumerate(binds, 1))
             command = ["unshare", "--mount", "--propagation", "slave", "sh", "-c",
-                       'mount --bind "$0" /etc/hosts && exec "$@"', str(self.hosts_file), *command]
+                       f'{mounts} && shift {len(binds)} && exec "$@"', "sh", *(str(path) for path, _ in binds), *command]
         return self.namespace.argv(*command)
 
     def start(self, *extra: str) -> "Daemon":

@@ -707,7 +707,7 @@ def stream_up(a, host, out, pad_bytes=STREAM_PAD):
         except OSError:
             refused += 1
         seq += 1
-        t0 = stream_schedule(t0, seq, gap)
+        t0 = stream_schedule(t0, seq, gap, getattr(a, "catch_up", STREAM_CATCH_UP))
         pace(t0, seq, gap)
     s.close()
     time.sleep(a.grace)
