@@ -38,6 +38,9 @@ let package = Package(
         .target(name: "CChildProcess"),
         // A signal handler that writes the signal's number into a pipe the daemon's event loop reads.
         .target(name: "CSignalPipe"),
+        // The uid that owns the other end of a loopback TCP connection, asked of the kernel's
+        // sock_diag: the metrics listener's connection limit per user.
+        .target(name: "CSocketOwner"),
         // Sets the Swift runtime's global-executor hooks, which a statically linked runtime hides from dlsym.
         .target(name: "CGlobalExecutorHooks"),
         // Safe Swift over libnl. Knows nothing of profiles.
@@ -88,7 +91,7 @@ let package = Package(
         .target(
             name: "LinkCondDaemon",
             dependencies: [
-                "ControlAPI", "IPAddressText", "Profiles", "Shaping", "Sandboxes", "CMalloc", "CSignalPipe",
+                "ControlAPI", "IPAddressText", "Profiles", "Shaping", "Sandboxes", "CMalloc", "CSignalPipe", "CSocketOwner",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

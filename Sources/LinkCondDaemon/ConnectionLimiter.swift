@@ -1,7 +1,9 @@
 import Synchronization
 
 /// Counts open control connections per user, so that one local user cannot take every file
-/// descriptor or every byte of memory the daemon has; root has a share of its own.
+/// descriptor or every byte of memory the daemon has; root has a share of its own. The control
+/// socket's users are its peers' (`SO_PEERCRED`), the metrics listener's the owners of its
+/// peers' sockets (`LoopbackPeer`).
 final class ConnectionLimiter: Sendable {
     private struct Counts {
         var byUser: [UInt32: Int] = [:]
@@ -26,7 +28,9 @@ final class ConnectionLimiter: Sendable {
                 }
             } else {
                 guard open < limits.connectionsPerUser else {
-                    return "uid \(uid) already has \(open) connections open, the limit per user"
+                    return uid == PeerCredentials.scraper.uid
+                        ? "TCP clients whose user cannot be told already have \(open) connections open, the limit they share"
+                        : "uid \(uid) already has \(open) connections open, the limit per user"
                 }
                 guard counts.others < limits.connectionsOfOthers else {
                     return "users other than root have \(counts.others) connections open, the limit"

@@ -46,7 +46,8 @@ package struct ControlServer: Sendable {
     final class Accepted: Sendable {
         let channel: any Channel
         let peer: PeerCredentials
-        /// `nil` when turned away at accept (too many connections): already answered and closing.
+        /// `nil` when turned away at accept (too many connections): its refusal is on its way,
+        /// and closes it once written.
         let connection: Connection?
 
         init(channel: any Channel, peer: PeerCredentials, connection: Connection?) {
@@ -56,7 +57,16 @@ package struct ControlServer: Sendable {
         }
 
         deinit {
-            connection?.outbound.finish()
+            guard let connection else {
+                // Turned away: the refusal closes it once written, and NIO writes it only once
+                // the channel is registered, which is often after this value is dropped; closing
+                // here lost the 503 to that race about half the time. One never registered (the
+                // listening socket closed meanwhile) is closed a second later all the same.
+                let channel = self.channel
+                channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+                return
+            }
+            connection.outbound.finish()
             channel.close(promise: nil)
         }
     }
@@ -98,26 +108,42 @@ package struct ControlServer: Sendable {
     @Sendable
     private func initialize(_ channel: any Channel) -> EventLoopFuture<Accepted> {
         if case .tcp = socket {
-            return channel.eventLoop.makeSucceededFuture(admit(channel, peer: .scraper))
+            return channel.eventLoop.makeSucceededFuture(admit(channel, peer: .scraper, countedAs: scraperOwner(channel)))
         }
         let credentials: EventLoopFuture<PeerCredentials> = (channel as? SocketOptionProvider).map {
             $0.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SO_PEERCRED)
         } ?? channel.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
         return credentials.flatMapErrorThrowing { _ in PeerCredentials.unknown }.map { peer in
-            admit(channel, peer: peer)
+            admit(channel, peer: peer, countedAs: peer.uid)
         }
     }
 
-    /// Wraps an accepted connection for the accept loop, or answers 503 and closes it when its
-    /// user has too many open.
-    private func admit(_ channel: any Channel, peer: PeerCredentials) -> Accepted {
-        if let refusal = peer == .unknown ? "the peer's credentials cannot be read" : limiter.admit(uid: peer.uid) {
+    /// Whose share of connections a metrics listener's connection takes: the user who owns the
+    /// socket at its other end, so that one user's flood of idle connections fills that user's
+    /// share alone and Prometheus's scrapes still get in. When the owner cannot be told, the
+    /// share all such connections have together. Counted, never trusted: the peer stays a
+    /// `.scraper`, served `/metrics` alone whoever it is.
+    private func scraperOwner(_ channel: any Channel) -> UInt32 {
+        guard let peer = channel.remoteAddress, let local = channel.localAddress else { return PeerCredentials.scraper.uid }
+        switch LoopbackPeer.owner(of: peer, connectedTo: local) {
+        case .success(let uid):
+            return uid
+        case .failure(let failure):
+            logger.debug("the user at the other end of \(peer) cannot be told (\(failure)): counted with the scrapers of unknown users")
+            return PeerCredentials.scraper.uid
+        }
+    }
+
+    /// Wraps an accepted connection for the accept loop, or answers 503 and closes it when the
+    /// user it is `countedAs` has too many open.
+    private func admit(_ channel: any Channel, peer: PeerCredentials, countedAs uid: UInt32) -> Accepted {
+        if let refusal = peer == .unknown ? "the peer's credentials cannot be read" : limiter.admit(uid: uid) {
             let reply = ControlError(.serviceUnavailable, code: "too-many-connections", message: "\(refusal); close some and retry").reply
             channel.writeAndFlush(ByteBuffer(bytes: ConnectionGuard.encode(reply))).whenComplete { _ in channel.close(promise: nil) }
             return Accepted(channel: channel, peer: peer, connection: nil)
         }
         let limiter = self.limiter
-        channel.closeFuture.whenComplete { _ in limiter.release(uid: peer.uid) }
+        channel.closeFuture.whenComplete { _ in limiter.release(uid: uid) }
         do {
             try addHTTPHandlers(to: channel)
             let connection = try Connection(wrappingChannelSynchronously: channel)
@@ -325,8 +351,9 @@ struct PeerCredentials: Sendable, Equatable {
     var gid: UInt32 = 0
 
     static let unknown = PeerCredentials(pid: -1, uid: .max, gid: .max)
-    /// A TCP peer, which has no credentials: a metrics scraper, served `/metrics` alone. All
-    /// of them share one connection limit.
+    /// A TCP peer, which has no credentials: a metrics scraper, served `/metrics` alone. Its
+    /// connection counts against the user who owns its socket (`LoopbackPeer`); those whose
+    /// owner cannot be told share this uid's limit.
     static let scraper = PeerCredentials(pid: 0, uid: .max - 1, gid: .max - 1)
 }
 

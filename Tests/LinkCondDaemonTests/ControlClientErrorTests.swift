@@ -11,15 +11,18 @@ import Testing
 /// names the socket, and within `replyTimeout`, never hanging.
 @Suite("The client's errors: sockets and answers that are not a working linkcondd")
 struct ControlClientErrorTests {
-    /// A client of `path` that waits at most `timeout` for an answer.
-    func client(_ path: String, timeout: Duration = .seconds(5)) -> ControlClient {
+    /// A client of `path` that waits at most `timeout` for an answer. The default is long, so
+    /// that a failure the client must see at once cannot pass by waiting it out: those tests
+    /// bound their time well under it (a bound against a hang, not a speed target, which is
+    /// the benchmarks').
+    func client(_ path: String, timeout: Duration = .seconds(20)) -> ControlClient {
         var client = ControlClient(socketPath: path)
         client.replyTimeout = timeout
         return client
     }
 
     /// The error a status request to `path` ends with, and how long it took.
-    func statusError(_ path: String, timeout: Duration = .seconds(5)) async -> (ControlClientError?, Duration) {
+    func statusError(_ path: String, timeout: Duration = .seconds(20)) async -> (ControlClientError?, Duration) {
         let started = ContinuousClock.now
         let error = await #expect(throws: ControlClientError.self) { try await client(path, timeout: timeout).status() }
         return (error, ContinuousClock.now - started)
@@ -62,7 +65,7 @@ struct ControlClientErrorTests {
         let (error, took) = await statusError(path)
         #expect(error?.code == .daemonNotRunning)
         #expect(error?.message.contains(path) == true, "\(error?.message ?? "")")
-        #expect(took < .seconds(2))
+        #expect(took < .seconds(10))
     }
 
     @Test("A socket path longer than a Unix socket address holds: an error naming it, no crash")
@@ -84,7 +87,7 @@ struct ControlClientErrorTests {
         let (error, took) = await statusError(daemon.path)
         #expect(error?.code == .permissionDenied)
         #expect(error?.message.contains(daemon.path) == true, "\(error?.message ?? "")")
-        #expect(took < .seconds(2))
+        #expect(took < .seconds(10))
         #expect(daemon.accepted == 0)
     }
 
@@ -105,7 +108,7 @@ struct ControlClientErrorTests {
         let (error, took) = await statusError(daemon.path)
         #expect(error?.code == .badResponse)
         #expect(error?.message.contains(daemon.path) == true, "\(error?.message ?? "")")
-        #expect(took < .seconds(2))
+        #expect(took < .seconds(10))
         #expect(daemon.accepted == 1)
     }
 
@@ -125,7 +128,7 @@ struct ControlClientErrorTests {
         let (error, took) = await statusError(daemon.path)
         #expect(error?.code == .badResponse, "cut \(place)")
         #expect(error?.message == "linkcondd at \(daemon.path) hung up in the middle of its answer to GET /v1/status", "cut \(place)")
-        #expect(took < .seconds(2))
+        #expect(took < .seconds(10))
     }
 
     @Test("An answer that is not HTTP: bad-response asking whether the socket is linkcondd's", arguments: [
@@ -138,7 +141,7 @@ struct ControlClientErrorTests {
         #expect(error?.code == .badResponse)
         #expect(error?.message.hasPrefix("what answered GET /v1/status on \(daemon.path) does not speak HTTP") == true, "\(error?.message ?? "")")
         #expect(error?.message.hasSuffix("is that socket linkcondd's?") == true, "\(error?.message ?? "")")
-        #expect(took < .seconds(2))
+        #expect(took < .seconds(10))
     }
 
     @Test("A 200 whose body is not JSON: bad-response saying so")
@@ -241,7 +244,7 @@ struct ControlClientErrorTests {
         let (error, took) = await statusError(daemon.path)
         #expect(error?.code == .badResponse)
         #expect(error?.message == "linkcondd at \(daemon.path) sent an answer of 100000000000 bytes to GET /v1/status, more than it ever sends; ignored")
-        #expect(took < .seconds(2))
+        #expect(took < .seconds(10))
     }
 
     @Test("An endless answer of no stated size: refused once past the client's bound, well before its timeout")
@@ -268,7 +271,7 @@ struct ControlClientErrorTests {
         #expect(error?.code == .noAnswer)
         #expect(error?.message.hasPrefix("linkcondd at \(daemon.path) did not answer GET /v1/status within 0.3 seconds") == true, "\(error?.message ?? "")")
         #expect(took >= .milliseconds(300))
-        #expect(took < .seconds(3))
+        #expect(took < .seconds(10))
         #expect(daemon.requests == 1)
     }
 
@@ -279,7 +282,7 @@ struct ControlClientErrorTests {
         let (error, took) = await statusError(daemon.path, timeout: .milliseconds(300))
         #expect(error?.code == .noAnswer)
         #expect(took >= .milliseconds(300))
-        #expect(took < .seconds(3))
+        #expect(took < .seconds(10))
     }
 
     @Test("The default replyTimeout: 30 s, above the daemon's own longest wait (a 10 s host name lookup)")
@@ -324,7 +327,7 @@ struct ControlClientErrorTests {
         let took = ContinuousClock.now - started
         #expect(error?.code == .noAnswer)
         #expect(error?.message.hasPrefix("linkcondd at \(daemon.path) did not answer POST /v1/leases within 0.3 seconds") == true, "\(error?.message ?? "")")
-        #expect(took < .seconds(3))
+        #expect(took < .seconds(10))
         #expect(ran.withLock { $0 } == false)
     }
 
