@@ -229,8 +229,8 @@ def test_run_json_summary_counts_its_command(check, daemon, topo, work, server):
 
 # ---------------------------------------------------------------- a connection flood
 
-#: Connections of one user other than root the daemon admits at once (docs/operations.md), counted by the uid that owns each connecting socket.
-#: TCP client of the listener counts as one user.
+#: Connections of one user other than root the daemon admits at once (docs/operations.md),
+#: counted by the uid that owns each connecting socket.
 PER_USER = 64
 #: Descriptors the daemon may hold besides those: the readings' own connections, a refusal on
 #: its way out.
