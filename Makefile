@@ -124,12 +124,14 @@ install: $(GENERATED_STAMP)
 			systemctl daemon-reload; \
 	fi
 
-## Stops and disables the units, then removes what `install` put in place. What stays, on
-## purpose: /etc/default/linkcondd and /etc/linkcond (your settings, profiles and scenarios),
-## the history in /var/lib/linkcond, and the linkcond group.
+## Stops and disables the units, then removes what `install` put in place and the stopped
+## daemon's runtime directory (its socket, its state). What stays, on purpose:
+## /etc/default/linkcondd and /etc/linkcond (your settings, profiles and scenarios), the
+## history in /var/lib/linkcond, and the linkcond group.
 uninstall:
 	if $(LIVE_SYSTEMD); then \
 		systemctl disable --now linkcondd.socket linkcondd.service 2>/dev/null || true; \
+		rm -rf /run/linkcond; \
 	fi
 	rm -f $(DESTDIR)$(BINDIR)/linkcondd $(DESTDIR)$(BINDIR)/linkcond
 	rm -rf $(DESTDIR)$(DATADIR)/linkcond
