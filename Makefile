@@ -141,7 +141,7 @@ uninstall:
 		rm -f $(DESTDIR)$(DATADIR)/bash-completion/completions/$$tool $(DESTDIR)$(ZSHCOMPDIR)/_$$tool \
 			$(DESTDIR)$(DATADIR)/fish/vendor_completions.d/$$tool.fish; \
 	done
-	rm -f $(DESTDIR)$(MANDIR)/man1/linkcond.*1 $(DESTDIR)$(MANDIR)/man1/linkcond.1 $(DESTDIR)$(MANDIR)/man1/linkcondd.1
+	rm -f $(DESTDIR)$(MANDIR)/man1/linkcond.1 $(DESTDIR)$(MANDIR)/man1/linkcond.*.1 $(DESTDIR)$(MANDIR)/man1/linkcondd.1 $(DESTDIR)$(MANDIR)/man1/linkcondd.*.1
 	if $(LIVE_SYSTEMD); then systemctl daemon-reload; fi
 	@echo "uninstall: kept $(SYSCONFDIR)/default/linkcondd, $(SYSCONFDIR)/linkcond, /var/lib/linkcond (history) and the linkcond group; remove them by hand if you want them gone (docs/operations.md)"
 
