@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .system import SHIPPED_PROFILES
+from .system import SHIPPED_PROFILES, SHIPPED_SCENARIOS
 
 TEST_PROFILES = {
     # Pure delay, different per direction.
@@ -54,4 +54,14 @@ def write_profile(directory: Path, name: str, body: str) -> Path:
     """The profile NAME with BODY's lines, in a file named after it (lower case, dashes)."""
     path = directory / (name.lower().replace(" ", "-") + ".yaml")
     path.write_text(f"name: {name}\n{body.rstrip()}\n")
+    return path
+
+
+def scenario_directory(profiles: Path) -> Path:
+    """The scenarios directory the daemon reads beside the profile directory PROFILES, holding
+    the shipped scenarios: GET /v1/scenarios then lists them, and one can be played."""
+    path = profiles.parent / "scenarios"
+    path.mkdir(parents=True, exist_ok=True)
+    for shipped in SHIPPED_SCENARIOS.glob("*.yaml"):
+        shutil.copy(shipped, path / shipped.name)
     return path

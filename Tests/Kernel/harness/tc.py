@@ -4,6 +4,7 @@ could not be read never passes for a clean interface."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -183,6 +184,15 @@ def snapshot(device: Device) -> str:
     joined = re.sub(r"direct_packets_stat [0-9]+", "direct_packets_stat N", joined)
     return re.sub(r"link-netns(id)? [^ ]+", "link-netns PEER", joined)
 
+
+def same_as(check, name: str, expected: str, now: str) -> bool:
+    """A check that the snapshot NOW is EXPECTED (`snapshot`'s text); their differences printed
+    when not."""
+    if now != expected:
+        print(f"{name}: the interface differs:")
+        print("".join(difflib.unified_diff(expected.splitlines(True), now.splitlines(True), "before", "now")))
+    return check.true(name, now == expected, "identical" if now == expected else "differs (diff above)",
+                      "the interface as before")
 
 def ifb_bulk_total(device: Device) -> int | None:
     """Packets the IFB's bulk netem (7a10:) sent, dropped or holds; None without an IFB."""
