@@ -987,6 +987,8 @@ def main():
     sp.add_argument("--grace", type=float, default=3.0)
     sp.add_argument("--ready", help="file created when the first packet down arrives (when sending up starts, up alone)")
     sp.add_argument("--pad", type=int, default=STREAM_PAD, help="payload bytes after the stamp")
+    sp.add_argument("--catch-up", type=int, default=STREAM_CATCH_UP,
+                    help="packets a held-up sender sends back to back to catch up (a flood that must keep its rate: many)")
 
     sp = sub.add_parser("oneway")
     sp.add_argument("--host", required=True)
