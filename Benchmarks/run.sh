@@ -5,7 +5,7 @@
 # and plots.
 set -euo pipefail
 
-source "$(dirname "${BASH_SOURCE[0]}")/../Tests/Kernel/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 BIN=${LINKCOND_BIN:-$REPO/.build/release}
 OUT=${LC_BENCH_OUT:?set LC_BENCH_OUT to a directory the host can read}
 TCSET_DIR=${LC_TCCONFIG_BIN:-}
@@ -503,7 +503,7 @@ for t in "${TRACE_NAMES[@]}"; do
     play_trace "bench trace $t" "${TRACE_SECONDS[$t]}" "bench before trace" 3900000
     start=$(jq -r '.trace.monotonicStartMilliseconds' "$WORK/bench-trace-$t.status.json")
     for dir in down up; do
-        python3 "$REPO/Tests/Kernel/trace_check.py" "$PROFILES/$t.trace" "$WORK/bench-trace-$t.arrivals.json" "$dir" "$start" \
+        python3 "$REPO/Benchmarks/trace_check.py" "$PROFILES/$t.trace" "$WORK/bench-trace-$t.arrivals.json" "$dir" "$start" \
             --until-s "${TRACE_SECONDS[$t]}" >"$WORK/trace-$t-$dir.json" 2>/dev/null || echo null >"$WORK/trace-$t-$dir.json"
         jq -c --arg trace "$t" --arg dir "$dir" --argjson seconds "${TRACE_SECONDS[$t]}" \
             '{trace: $trace, direction: $dir, seconds: $seconds, divisor: 4, result: .}' "$WORK/trace-$t-$dir.json" >>"$WORK/traces.jsonl"

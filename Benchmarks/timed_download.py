@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A TCP download from the source of `probe.py serve` (Tests/Kernel/probe.py, port 5002), its
+"""A TCP download from the source of `probe.py serve` (Tests/Kernel/harness/probe.py, port 5002), its
 delivered bytes recorded on CLOCK_MONOTONIC, for the scenario part of Benchmarks/run.sh.
 Standard library only.
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.clients import check_tree, read_json, reference_trees, request_as, status_without_time
-from harness.system import (BIN, KERNEL_TESTS, SYSTEM_PYTHON, as_member, as_stranger, run, spawn, stop,
+from harness.system import (BIN, HARNESS, SYSTEM_PYTHON, as_member, as_stranger, run, spawn, stop,
                             wait_until, writable_by_anyone)
 
 CHECKS = 41
@@ -114,7 +114,7 @@ def hostile_round(daemon, work: Path, number: int) -> dict | None:
     """One round of hostile.py as a user without rights (the same requests each round: its seed
     is fixed); its JSON summary, or None when it wrote none."""
     out = writable_by_anyone(work / f"hostile.{number}.json")
-    done = run(as_stranger([SYSTEM_PYTHON, KERNEL_TESTS / "hostile.py", "--socket", daemon.socket,
+    done = run(as_stranger([SYSTEM_PYTHON, HARNESS / "hostile.py", "--socket", daemon.socket,
                             "--count", HOSTILE_COUNT, "--out", out]), timeout=600)
     summary = read_json(out)
     shown = {k: summary.get(k) for k in ("requests", "answers", "by_status", "failures", "seconds")} if summary else None

@@ -28,7 +28,7 @@ import pytest
 
 from harness.clients import (QdiscMonitor, check_tree, children, parse_stat, proc_stat, read_json, reference_trees,
                              request_as, seconds_until_netem)
-from harness.system import KERNEL_TESTS, SYSTEM_PYTHON, run, wait_until
+from harness.system import HARNESS, SYSTEM_PYTHON, run, wait_until
 
 CHECKS = 70
 
@@ -320,7 +320,7 @@ def test_run_at_a_terminal(check, baseline, device, refs):
     terminal's SIGINT, to the client and the command at once) ends it with 130; the baseline
     comes back."""
     with QdiscMonitor(device) as monitor:
-        done = run([SYSTEM_PYTHON, KERNEL_TESTS / "terminal.py", "--expect", "got:hello", "--answer", "hello\n",
+        done = run([SYSTEM_PYTHON, HARNESS / "terminal.py", "--expect", "got:hello", "--answer", "hello\n",
                     "--", *baseline.client_argv("run", "--profile", LEASED, "--", "sh", "-c",
                                                 'read line; echo "got:$line"; sleep 100')], timeout=90)
         report = last_json_line(done.out)

@@ -22,7 +22,7 @@ from harness.api import NoAnswer
 from harness.metrics import (DIRECTIONS, as_metrics, counters, fetch_tcp, flood_result, grown, picked, samples,
                              start_flood)
 from harness.probes import PROBE
-from harness.system import KERNEL_TESTS, SYSTEM_PYTHON, HarnessError, as_stranger, wait_until
+from harness.system import HARNESS, SYSTEM_PYTHON, HarnessError, as_stranger, wait_until
 from harness.tc import qdisc, wait_drained
 from harness.topology import families
 
@@ -127,7 +127,7 @@ def test_metrics_say_what_stats_say_on_socket_and_tcp(check, daemon, topo, probe
 def test_hostile_requests_to_the_metrics_listener(check, daemon, topo):
     """Hostile bytes to the listener from a user without rights: every answer a 4xx JSON error
     or a scrape, none hung, and it serves on."""
-    done = topo.client.run(*as_stranger([SYSTEM_PYTHON, KERNEL_TESTS / "hostile.py", "--tcp", METRICS, "--count", "900"]),
+    done = topo.client.run(*as_stranger([SYSTEM_PYTHON, HARNESS / "hostile.py", "--tcp", METRICS, "--count", "900"]),
                            timeout=300)
     try:
         summary = json.loads(done.out)

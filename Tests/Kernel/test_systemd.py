@@ -22,7 +22,7 @@ import pytest
 
 from harness.checks import minus
 from harness.probes import ProbeServer
-from harness.system import BIN, KERNEL_TESTS, SYSTEM_PYTHON, HarnessError, as_member, as_stranger, run, spawn, stop, wait_until
+from harness.system import BIN, HARNESS, SYSTEM_PYTHON, HarnessError, as_member, as_stranger, run, spawn, stop, wait_until
 from harness.systemd import (CONTROL_SOCKET, SERVICE, SOCKET, HostNamespace, Journal, TestUnits, answers,
                              linkcond, profile_now, prop, systemctl, veth, wait_state)
 from harness.tc import qdiscs, same_as, snapshot, tree_text
@@ -47,7 +47,6 @@ UNIT_PROFILES = {
     "lc-sandbox-test.yaml": f"name: {SANDBOX_PROFILE}\nuplink: {{ delay: {UP_MS}ms }}\ndownlink: {{ delay: {DOWN_MS}ms }}\n",
     "lc-sandbox-unshaped.yaml": f"name: {UNSHAPED_PROFILE}\n",
 }
-HARNESS = KERNEL_TESTS / "harness"
 
 
 #: Under qemu's emulation netem's delay fires late by a spread of its own. Measured through the

@@ -85,9 +85,9 @@ struct TransitionTests {
 
 @Suite("The step counts the kernel suite's crash and rollback loops rely on")
 struct KernelSuiteStepCountTests {
-    /// Tests/Kernel/suite.sh kills the daemon (and injects a failure) before each of these
-    /// steps, and checks that it saw exactly this many: a plan that changed shape must update
-    /// both, so that neither loop can quietly shrink.
+    /// Tests/Kernel/test_crash_safety.py kills the daemon (and injects a failure) before each of
+    /// these steps, and checks that it saw exactly this many: a plan that changed shape must
+    /// update both, so that neither loop can quietly shrink.
     @Test("Build of Slow Net, switch to Nasty Net, teardown")
     func counts() {
         let slow = Fixtures.plan(Fixtures.slowNet)

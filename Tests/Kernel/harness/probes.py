@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from .system import SYSTEM_PYTHON, HarnessError, run, spawn, stop, wait_until
+from .system import SYSTEM_PYTHON, HarnessError, spawn, stop, wait_until
 from .topology import Namespace, bracket
 
 PROBE = Path(__file__).resolve().parent / "probe.py"

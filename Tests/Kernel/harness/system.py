@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence, TypeVar
 
-KERNEL_TESTS = Path(__file__).resolve().parent.parent
+HARNESS = Path(__file__).resolve().parent
+KERNEL_TESTS = HARNESS.parent
 REPO = KERNEL_TESTS.parent.parent
 #: The binaries under test: `$LINKCOND_BIN`, else the debug build.
 BIN = Path(os.environ.get("LINKCOND_BIN") or REPO / ".build" / "debug")

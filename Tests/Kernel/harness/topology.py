@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 

@@ -31,7 +31,6 @@ import signal
 import subprocess
 import threading
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -1,9 +1,12 @@
-# Shared helpers for the linkcond kernel suite. Source from bash; needs root inside the VM.
+# Shell helpers for measurements in the test VM, for the benchmarks (Benchmarks/run.sh) and the
+# demo (Benchmarks/demo.sh): a topology, the probe server and client (the kernel suite's
+# Tests/Kernel/harness/probe.py), a daemon, and recorded checks. Source from bash; needs root
+# inside the VM. The kernel suite itself is pytest (Tests/Kernel).
 # shellcheck shell=bash
 
 KDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$KDIR/../.." && pwd)
-PROBE="$KDIR/probe.py"
+REPO=$(cd "$KDIR/.." && pwd)
+PROBE="$REPO/Tests/Kernel/harness/probe.py"
 
 # A lane is a topology of its own (namespaces, veth pair, addresses, daemon, work directory), so
 # that independent parts of the suite can run side by side in one VM: LC_LANE=1, 2, ... (empty

@@ -293,7 +293,7 @@ def main():
         t.start()
 
     failures = []
-    answered = statuses = 0
+    answered = 0
     by_status = {}
     started = time.monotonic()
     for c in cases:
