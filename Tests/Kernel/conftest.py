@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness.daemon import Daemon
+from harness.oneway import unshaped_families
 from harness.probes import ProbeServer, Probes, udp_target
 from harness.profiles import profile_directory
 from harness.system import HarnessError, group_id, in_vm
@@ -120,18 +121,9 @@ def unshaped_rtt(topo, probes, linkcondd):
     return {"IPv4": results[targets[0]].min_ms, "IPv6": results[targets[1]].min_ms}
 
 
-
 @pytest.fixture(scope="module")
 def unshaped_oneway(topo, probes, linkcondd):
     """The unshaped one-way delays of this module's phase per (family, direction): the 10th
     percentile of a 2 s stream each way, with nothing in force (every packet must arrive)."""
     linkcondd.api.must(linkcondd.api.request("DELETE", "/v1/conditions?force=1"))
-    base = {}
-    for family, host in (("IPv4", topo.s4), ("IPv6", topo.s6)):
-        measured = probes.oneway(host, rate=50, duration=2)
-        for direction in ("up", "down"):
-            got = measured[direction]
-            if got["received"] != got["sent"]:
-                raise HarnessError(f"the unshaped one-way baseline {family} {direction}: {got['received']} of {got['sent']} arrived")
-            base[family, direction] = got["quantiles_ms"]["0.1"]
-    return base
+    return unshaped_families(probes, topo.s4, topo.s6)

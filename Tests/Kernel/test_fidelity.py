@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from harness.checks import binomial_interval, minus
+from harness.oneway import delay_tolerance, oneway_checks
 from harness.probes import tcp_target, udp_target
 from harness.tc import qdisc, wait_drained
 from harness.topology import families
@@ -24,50 +25,18 @@ CHECKS = 86
 pytestmark = pytest.mark.timed
 
 
-def delay_tolerance(delay_ms: float) -> float:
-    """±(1 ms + 0.5%): under User-mode Linux a netem delay line fires within 0.3 ms of its time
-    (a 100 ms delay measured 100.05-100.08 ms one way at the 10th percentile, 400 ms of DNS
-    round trip 400.19-400.28 ms), so a delay 5 ms off fails even at 400 ms."""
-    return 1 + 0.005 * delay_ms
-
-
-@pytest.fixture(scope="module")
-def unshaped_oneway(topo, probes, linkcondd):
-    """The unshaped one-way delays of this phase, per family and direction (10th percentile)."""
-    linkcondd.api.must(linkcondd.api.request("DELETE", "/v1/conditions?force=1"))
-    base = {}
-    for family, host in families(topo.s4, topo.s6):
-        measured = probes.oneway(host, rate=50, duration=2)
-        for direction in ("up", "down"):
-            base[family, direction] = measured[direction]["quantiles_ms"]["0.1"]
-    return base
-
-
-def oneway_checks(check, probes, host, family, unshaped, name, up_ms, down_ms, rate=20, duration=3):
-    """Each direction's one-way delay (10th percentile, less the unshaped one) against the
-    profile's, and every packet sent arrived."""
-    measured = probes.oneway(host, rate=rate, duration=duration)
-    for direction, delay in (("up", up_ms), ("down", down_ms)):
-        got = measured[direction]
-        check.equal(f"{name}: {family} {direction}, every packet arrived", got["sent"], got["received"])
-        added = minus(got.get("quantiles_ms", {}).get("0.1"), unshaped[family, direction])
-        check.near(f"{name}: {family} {direction} one-way delay", added, delay, delay_tolerance(delay))
-
-
 @pytest.mark.checks(8)
 def test_slow_net_delays_each_direction(check, daemon, topo, probes, unshaped_oneway):
     """Slow Net adds 100 ms one way in each direction, IPv4 and IPv6."""
     daemon.api.must(daemon.api.activate("Slow Net"))
-    for family, host in families(topo.s4, topo.s6):
-        oneway_checks(check, probes, host, family, unshaped_oneway, "Slow Net", 100, 100, rate=10, duration=4)
+    oneway_checks(check, probes, "Slow Net", topo.s4, topo.s6, unshaped_oneway, 100, 100, rate=10, duration=4)
 
 
 @pytest.mark.checks(8)
 def test_asymmetric_delays_each_direction(check, daemon, topo, probes, unshaped_oneway):
     """LC Test A's 40 ms up and 60 ms down, each where it belongs, IPv4 and IPv6."""
     daemon.api.must(daemon.api.activate("LC Test A"))
-    for family, host in families(topo.s4, topo.s6):
-        oneway_checks(check, probes, host, family, unshaped_oneway, "LC Test A", 40, 60)
+    oneway_checks(check, probes, "LC Test A", topo.s4, topo.s6, unshaped_oneway, 40, 60)
 
 
 @pytest.mark.checks(14)

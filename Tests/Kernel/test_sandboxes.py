@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from harness import oneway
 from harness.checks import minus
 from harness.probes import PROBE as PROBE_FILE
 from harness.sandboxes import (command_pid, condition_summary, descendants, first_answer, forwarding, isolated_argv,
@@ -113,7 +114,7 @@ SANDBOXED = {"a": ("LC Test A", {"up": 40, "down": 60}), "b": ("Black Hole", {"u
 def delay_tolerance(delay_ms: float) -> float:
     """±(1.5 ms + 0.5%): qemu's timers fire up to about a millisecond late, and the sandbox's path
     has one more veth hop and a NAT than the host's baseline (measured: docs/testing.md)."""
-    return 1.5 + 0.005 * delay_ms
+    return oneway.delay_tolerance(delay_ms, floor_ms=1.5)
 
 
 @pytest.mark.timed

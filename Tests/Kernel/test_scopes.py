@@ -30,6 +30,7 @@ import pytest
 from harness.api import NoAnswer
 from harness.checks import minus
 from harness.daemon import Daemon
+from harness.oneway import delay_tolerance, unshaped_oneway
 from harness.probes import ProbeServer, Probes, tcp_target, udp_target
 from harness.system import HarnessError, Result, run, wait_until
 from harness.tc import Device, tc, tree_signature, tree_text
@@ -47,12 +48,6 @@ RTT_TOLERANCE = 2.0
 A = "LC Test A"  # 40 ms up, 60 ms down
 B = "LC Test B"  # 20 ms up, 35 ms down
 DELAYS = {A: (40, 60), B: (20, 35), None: (0, 0)}
-
-
-def oneway_tolerance(delay_ms: float) -> float:
-    """±(1 ms + 0.5%): a netem delay line under User-mode Linux fires within 0.3 ms of its time,
-    and the unshaped path's own delay is subtracted; 5 ms off fails at every delay here."""
-    return 1 + 0.005 * delay_ms
 
 
 # ---------------------------------------------------------------- the daemon and its state
@@ -145,19 +140,6 @@ def answers(check, probes: Probes, target: str, name: str, rounds: int = 5) -> N
     check.equal(f"{name}: every echo answered", rounds, got.received)
 
 
-def unshaped_oneway(probes: Probes, host: str) -> dict[str, float]:
-    """The unshaped one-way delay to HOST and back, per direction (10th percentile)."""
-    measured = probes.oneway(host, rate=RATE, duration=DURATION)
-    base = {}
-    for direction in ("up", "down"):
-        got = measured[direction]
-        if got["received"] != got["sent"] or "quantiles_ms" not in got:
-            raise HarnessError(f"the unshaped one-way baseline {direction} to {host}: {got['received']} of "
-                               f"{got['sent']} arrived")
-        base[direction] = got["quantiles_ms"]["0.1"]
-    return base
-
-
 def rtt_baseline(probes: Probes, targets: list[str]) -> dict[str, float]:
     """The unshaped round trip to each target (the fastest of 20)."""
     results = probes.rtt(targets, rounds=20, interval=0.02, timeout=1)
@@ -175,7 +157,7 @@ def oneway_checks(check, probes: Probes, host: str, name: str, base: dict[str, f
     for direction, delay in zip(("up", "down"), DELAYS[profile]):
         got = measured[direction]
         added = minus(got.get("quantiles_ms", {}).get("0.1"), base[direction])
-        tolerance = oneway_tolerance(delay)
+        tolerance = delay_tolerance(delay)
         ok = got["received"] == got["sent"] and added is not None and abs(added - delay) <= tolerance
         shown = "missing" if added is None else f"{added:+.3f} ms"
         check.record(f"{name}: {direction} one way, {profile or 'unshaped'}", ok,
@@ -275,7 +257,7 @@ def unshaped(topo, probes, linkcondd, other_server) -> Baseline:
         linkcondd.start()
     all_off(linkcondd)
     hosts = [topo.s4, topo.s6, *other_server]
-    oneway = {host: unshaped_oneway(probes, host) for host in hosts}
+    oneway = {host: unshaped_oneway(probes, host, rate=RATE, duration=DURATION) for host in hosts}
     return Baseline(oneway, rtt_baseline(probes, [udp_target(h, p) for h in hosts for p in (7, 53)]))
 
 
@@ -719,7 +701,7 @@ def test_vlan_frames_take_the_peers_class(check, daemon, topo, probes, vlan):
         target = udp_target(host)
         if not wait_until(lambda: probes.rtt([target], rounds=1)[target].all_answered, 20, 0.2):
             raise HarnessError(f"no echo over the VLAN from {host}")
-    base = {host: unshaped_oneway(probes, host) for host in (vlan.s4, vlan.s6)}
+    base = {host: unshaped_oneway(probes, host, rate=RATE, duration=DURATION) for host in (vlan.s4, vlan.s6)}
     for host in (vlan.s4, vlan.s6):
         set_condition(daemon, peer_id(topo, host), B)
     received_before = vlan_rx_packets(topo, vlan)
@@ -822,7 +804,7 @@ def test_unknown_name_answered_within_the_lookup_deadline(check, named_unanswere
 def test_gateway_devices_each_on_their_own_profile(check, daemon, gateway):
     """Each device behind a gateway on its own profile, one way in each direction and family:
     the first under LC Test B while the second is unshaped, then the second under LC Test A."""
-    base = {(d.v4, host): unshaped_oneway(d.probes, host) for d in gateway.devices
+    base = {(d.v4, host): unshaped_oneway(d.probes, host, rate=RATE, duration=DURATION) for d in gateway.devices
             for host in (gateway.server4, gateway.server6)}
     first, second = gateway.devices
 
@@ -851,7 +833,7 @@ def test_loopback_port_shaped_once(check, daemon, topo, probes, unshaped, local_
     unshaped."""
     local = Probes(topo.client, local_server)
     hosts = ("127.0.0.1", "::1")
-    base = {host: unshaped_oneway(local, host) for host in hosts}
+    base = {host: unshaped_oneway(local, host, rate=RATE, duration=DURATION) for host in hosts}
     local_ports = {f"another local port ({port}): unshaped, {family}": udp_target(host, port)
                    for family, host in families(*hosts) for port in (7, 53)}
     local_base = rtt_baseline(local, list(local_ports.values()))

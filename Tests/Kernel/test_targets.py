@@ -23,8 +23,9 @@ import pytest
 from harness.api import NoAnswer
 from harness.probes import Probes, udp_target
 from harness.system import HarnessError, stop, wait_until
+from harness.oneway import oneway_checks, unshaped_families
 from harness.targets import (ProcessNamespace, condition_names, condition_profile, ifindex, link_to_server,
-                             named_namespace, oneway_checks, root_and_ingress, unshaped_oneway, wait_listed)
+                             named_namespace, root_and_ingress, wait_listed)
 from harness.tc import Device, bulk_netem, qdisc, tree_signature
 from harness.topology import families
 
@@ -407,13 +408,13 @@ def test_named_namespace_condition_ends_with_its_namespace(check, daemon, topo, 
 @pytest.fixture(scope="module")
 def unshaped_default(topo, probes, linkcondd):
     linkcondd.api.must(linkcondd.api.request("DELETE", "/v1/conditions?force=1"))
-    return unshaped_oneway(probes, topo.s4, topo.s6)
+    return unshaped_families(probes, topo.s4, topo.s6)
 
 
 @pytest.fixture(scope="module")
 def unshaped_second(second, probes, linkcondd):
     linkcondd.api.must(linkcondd.api.request("DELETE", "/v1/conditions?force=1"))
-    return unshaped_oneway(probes, second.far4, second.far6)
+    return unshaped_families(probes, second.far4, second.far6)
 
 
 @pytest.mark.timed
@@ -471,7 +472,7 @@ def test_run_interface_holds_that_interface_only(check, daemon, topo, work, seco
 @pytest.mark.checks(8)
 def test_container_measured_against_its_profile(check, daemon, container, server):
     inside = Probes(container.namespace, server)
-    base = unshaped_oneway(inside, container.link.far4, container.link.far6)
+    base = unshaped_families(inside, container.link.far4, container.link.far6)
     daemon.api.must(daemon.api.activate("LC Test A"))
     daemon.api.must(daemon.api.activate("LC Test B", container.id))
     oneway_checks(check, inside, "inside the container under B", container.link.far4, container.link.far6, base, 20, 35)
@@ -481,7 +482,7 @@ def test_container_measured_against_its_profile(check, daemon, container, server
 @pytest.mark.checks(8)
 def test_named_namespace_measured_against_its_profile(check, daemon, named, server):
     inside = Probes(named.namespace, server)
-    base = unshaped_oneway(inside, named.link.far4, named.link.far6)
+    base = unshaped_families(inside, named.link.far4, named.link.far6)
     daemon.api.must(daemon.api.activate("LC Test B"))
     daemon.api.must(daemon.api.activate("LC Test A", named.id))
     oneway_checks(check, inside, "inside the named namespace under A", named.link.far4, named.link.far6, base, 40, 60)

@@ -13,11 +13,9 @@ import time
 from pathlib import Path
 
 from .api import ControlAPI
-from .checks import Checks, minus
-from .probes import Probes
 from .system import HarnessError, Result, run, spawn, stop, wait_until
 from .tc import Device, qdiscs
-from .topology import Link, Namespace, families
+from .topology import Link, Namespace
 
 
 class ProcessNamespace:
@@ -146,38 +144,3 @@ def wait_listed(api: ControlAPI, expected: str, limit: float) -> float | None:
     if wait_until(lambda: condition_names(api) == expected, limit, 0.2):
         return time.monotonic() - began
     return None
-
-
-# ---------------------------------------------------------------- one-way delays per target
-
-def delay_tolerance(delay_ms: float) -> float:
-    """±(1 ms + 0.5%), as test_fidelity's: a netem delay line fires within 0.3 ms of its time
-    under User-mode Linux, so a delay 5 ms off fails (on 20 ms, ±1.1 ms)."""
-    return 1 + 0.005 * delay_ms
-
-
-def unshaped_oneway(probes: Probes, v4: str, v6: str) -> dict[tuple[str, str], float]:
-    """The unshaped one-way delays to one target's server address, per family and direction
-    (10th percentile of a stream); HarnessError when a packet went missing."""
-    base = {}
-    for family, host in families(v4, v6):
-        measured = probes.oneway(host, rate=50, duration=2)
-        for direction in ("up", "down"):
-            got = measured[direction]
-            if got["received"] != got["sent"]:
-                raise HarnessError(f"unshaped {family} {direction} to {host}: {got['received']} of {got['sent']} arrived")
-            base[family, direction] = got["quantiles_ms"]["0.1"]
-    return base
-
-
-def oneway_checks(check: Checks, probes: Probes, name: str, v4: str, v6: str, base: dict, up_ms: float,
-                  down_ms: float, rate: float = 20, duration: float = 3) -> None:
-    """4 checks per family: in each direction every packet arrived, and its one-way delay (10th
-    percentile, less the unshaped one) is the profile's."""
-    for family, host in families(v4, v6):
-        measured = probes.oneway(host, rate=rate, duration=duration)
-        for direction, delay in (("up", up_ms), ("down", down_ms)):
-            got = measured[direction]
-            check.equal(f"{name}: {family} {direction}, every packet arrived", got["sent"], got["received"])
-            added = minus(got.get("quantiles_ms", {}).get("0.1"), base[family, direction])
-            check.near(f"{name}: {family} {direction} one-way delay", added, delay, delay_tolerance(delay))
