@@ -32,7 +32,7 @@ CXX_ARCHIVE := $(shell clang -print-file-name=libstdc++.a 2>/dev/null)
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -Osize $(if $(wildcard $(CXX_ARCHIVE)),-Xlinker -L$(STATIC_CXX))
 # A binary is rebuilt when a source changed since it was built (swift build then decides what
 # to compile); `make` after a build needs no toolchain at all.
-SWIFT_INPUTS := Package.swift $(shell find Sources Benchmarks -type f 2>/dev/null)
+SWIFT_INPUTS := Package.swift $(shell find Sources Benchmarks -type f \( -name '*.swift' -o -name '*.[ch]' -o -name '*.modulemap' \) 2>/dev/null)
 build: $(addprefix $(RELEASE)/,$(PRODUCTS))
 
 $(RELEASE)/%: $(SWIFT_INPUTS)
