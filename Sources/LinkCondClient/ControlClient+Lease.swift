@@ -116,12 +116,12 @@ extension ControlClient {
             }
         } catch let error as ControlClientError where !bodyRan {
             throw error
-        } catch where !bodyRan {
+        } catch where !bodyRan && !ControlConnection.isHangUp(error) {
             // Connected, so something listens: the connection broke before the lease began.
             throw ControlClientError(code: .badResponse, message: "the connection to linkcondd at \(socketPath) failed before the lease began: \(error)")
-        } catch {
+        } catch where bodyRan {
             outcome.value.withLock { if $0 == nil { $0 = .connectionLost("\(error)") } }
-        }
+        } catch {}
         if let bodyFailure {
             throw bodyFailure
         }

@@ -8,6 +8,9 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One keep-alive HTTP/1.1 connection to the daemon: the single place where the client
 /// writes requests and reads answers. Lives inside `ControlClient.withConnection`.
@@ -88,7 +91,7 @@ public final class ControlConnection {
                 code: .badResponse,
                 message: "what answered \(request) on \(socketPath) does not speak HTTP (\(error)): is that socket linkcondd's?"
             )
-        } catch where !alarm.rang {
+        } catch where !alarm.rang && !Self.isHangUp(error) {
             throw ControlClientError(code: .badResponse, message: "the connection to linkcondd at \(socketPath) failed during \(request): \(error)")
         } catch {}
         if alarm.rang {
@@ -104,6 +107,17 @@ public final class ControlConnection {
         return ControlClientError(
             code: .badResponse, message: "linkcondd at \(socketPath) sent an answer \(size) to \(request), more than it ever sends; ignored"
         )
+    }
+
+    /// Whether `error` is the peer closing the connection under us (a reset, a broken pipe, a
+    /// write to the channel its hang-up closed): what the user needs to hear is that it hung
+    /// up, not which call noticed.
+    static func isHangUp(_ error: any Error) -> Bool {
+        switch error {
+        case let error as IOError: return error.errnoCode == ECONNRESET || error.errnoCode == EPIPE
+        case let error as ChannelError: return error == .ioOnClosedChannel || error == .alreadyClosed || error == .eof
+        default: return false
+        }
     }
 
     /// Why a document could not be decoded, in one line.

@@ -99,9 +99,12 @@ def test_asymmetric_rates_each_direction_and_family(check, daemon, topo, probes,
 @pytest.mark.parametrize("direction,delay,jitter", [("up", 50, 20), ("down", 30, 10)])
 def test_jitter_distribution(check, daemon, topo, probes, unshaped_oneway, direction, delay, jitter):
     """LC Test Jitter: each packet's delay uniform within delay ± jitter. The mean against the
-    delay, the shortest and longest against its ends (of 600 uniform delays, the extremes fall
-    within 0.1 ms of the ends but with probability e^-30 beyond 2 ms), the quartiles against
-    the uniform distribution's and their range against the jitter."""
+    delay; the shortest against the lower end (of 600 uniform delays, the least falls within
+    0.1 ms of it but with probability e^-30 beyond 2 ms; nothing outside linkcond makes a packet
+    early); the 99th percentile, the quartiles and their range against the uniform
+    distribution's. Not the longest: one packet the VM's host held up a few milliseconds would
+    decide it, while a wider or longer-tailed jitter moves the 99th percentile beyond its
+    tolerance (0.5 ms + 4 standard errors, under 1 ms)."""
     daemon.api.must(daemon.api.activate("LC Test Jitter"))
     measured = probes.oneway(topo.s4, direction=direction, rate=100, duration=6)[direction]
     n = measured["received"]
@@ -114,10 +117,8 @@ def test_jitter_distribution(check, daemon, topo, probes, unshaped_oneway, direc
                0.5 + 3 * mean_error, why="0.5 ms + 3 standard errors of the mean")
     check.between(f"jitter {direction}: shortest delay", minus(measured.get("min_ms"), base),
                   delay - jitter - 0.5, delay - jitter + 2, "ms", promised=f"{delay - jitter} ms")
-    check.between(f"jitter {direction}: longest delay", minus(measured.get("max_ms"), base),
-                  delay + jitter - 2, delay + jitter + 1, "ms", promised=f"{delay + jitter} ms")
     quantiles = measured.get("quantiles_ms", {})
-    for q in (0.25, 0.5, 0.75):
+    for q in (0.25, 0.5, 0.75, 0.99):
         expected = delay - jitter + 2 * jitter * q
         # The sampling error of a quantile of N uniform values: 2J sqrt(q(1-q)/N).
         standard_error = 2 * jitter * (q * (1 - q) / max(n, 1)) ** 0.5

@@ -303,6 +303,9 @@ def test_run_passes_signals_on(check, baseline, device, refs, sig):
             except subprocess.TimeoutExpired:
                 rc = None
             back = since(sent, monitor.when_netem(refs[BASELINE].netem, 20))
+            if back is None:
+                print(f"qdisc changes seen after {sig.name}:", *[f"  {m - sent:+.3f} s {t}" for m, t in monitor.events],
+                      f"the daemon's status: {baseline.api.status()}", sep="\n")
         check.equal(f"run: {sig.name} to the client, its exit status", 128 + sig, rc)
         # The client dying of the signal would give the same status: the command must end too.
         gone = wait_until(lambda: ended(command.pid), 5) is not None

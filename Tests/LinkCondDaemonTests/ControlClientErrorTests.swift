@@ -107,9 +107,23 @@ struct ControlClientErrorTests {
         defer { daemon.stop() }
         let (error, took) = await statusError(daemon.path)
         #expect(error?.code == .badResponse)
-        #expect(error?.message.contains(daemon.path) == true, "\(error?.message ?? "")")
+        #expect(error?.message.hasPrefix("linkcondd at \(daemon.path) ") == true, "\(error?.message ?? "")")
         #expect(took < .seconds(10))
         #expect(daemon.accepted == 1)
+    }
+
+    @Test("A reset or a broken pipe is the daemon hanging up; other failures are not", arguments: [
+        (ECONNRESET, true), (EPIPE, true), (ECONNREFUSED, false), (EIO, false),
+    ])
+    func hangUpErrors(errno: Int32, isHangUp: Bool) {
+        #expect(ControlConnection.isHangUp(IOError(errnoCode: errno, reason: "read")) == isHangUp)
+    }
+
+    @Test("A write to the channel the daemon's hang-up closed is a hang-up too")
+    func closedChannelIsHangUp() {
+        #expect(ControlConnection.isHangUp(ChannelError.ioOnClosedChannel))
+        #expect(ControlConnection.isHangUp(ChannelError.eof))
+        #expect(!ControlConnection.isHangUp(ChannelError.connectTimeout(.seconds(1))))
     }
 
     /// Cut short at every kind of place: the status line, a header, the body of a known length,

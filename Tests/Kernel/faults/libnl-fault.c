@@ -11,8 +11,8 @@
 //   ipv6-unshaped-netns    IPv6 filters of conditions in another network namespace than the
 //                          daemon's (containers, named namespaces) match nothing: IPv6 passes
 //                          there unshaped
-//   ipv6-unshaped-peer     IPv6 filters that match one peer's address (u32 keys, or flower filters
-//                          keyed on IPv6) match nothing
+//   ipv6-unshaped-peer     IPv6 filters that match one peer's address match nothing (u32's of
+//                          protocol IPv6 made of no protocol; flower's address one bit off)
 //   ipv6-unshaped-interface  the whole interface's IPv6 filters (classification and the
 //                          ingress redirect) match nothing
 //   loss-dropped           every netem's loss 0 (independent and Gilbert-Elliott alike)
@@ -178,16 +178,29 @@ static void rewrite_filter(struct nl_sock *socket, struct nlmsghdr *header) {
     if (TC_H_MIN(tc->tcm_info) != htons(ETH_P_IPV6) && flower == NULL) return;
     int other_namespace = socket_namespace(nl_socket_get_fd(socket)) != own_namespace();
     int peer = matches_ipv6_address(header);
+    // A flower filter of IPv6 without an address is an exemption (neighbour discovery, SSH):
+    // made to match nothing, it would shape more, not leave IPv6 unshaped.
+    if (flower != NULL && !peer) return;
     int rewrite = (fault_is("ipv6-unshaped-netns") && other_namespace) ||
                   (fault_is("ipv6-unshaped-peer") && peer) ||
                   (fault_is("ipv6-unshaped-interface") && !other_namespace && !peer);
     if (!rewrite) return;
-    if (flower != NULL) *flower = htons(NO_ETHERTYPE);
-    else tc->tcm_info = TC_H_MAKE(tc->tcm_info, htons(NO_ETHERTYPE));
+    if (flower != NULL) {
+        // Another address, one bit off (fd77:... -> fc77:...): no packet has it, and filters
+        // that differed still differ, so the kernel accepts each as it would have.
+        static const int keys[] = { TCA_FLOWER_KEY_IPV6_DST, TCA_FLOWER_KEY_IPV6_SRC };
+        struct nlattr *options = nlmsg_find_attr(header, sizeof(struct tcmsg), TCA_OPTIONS);
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+            struct nlattr *address = nla_find(nla_data(options), nla_len(options), keys[i]);
+            if (address != NULL && nla_len(address) >= 16) ((uint8_t *)nla_data(address))[0] ^= 0x01;
+        }
+    } else {
+        tc->tcm_info = TC_H_MAKE(tc->tcm_info, htons(NO_ETHERTYPE));
+    }
     char name[IF_NAMESIZE] = "?";
     device_name(nl_socket_get_fd(socket), tc->tcm_ifindex, name);
-    fault_log("%s: filter prio %u parent %x on %s: protocol ipv6 -> 0x%x", getenv("LC_FAULT"),
-              TC_H_MAJ(tc->tcm_info) >> 16, tc->tcm_parent, name, NO_ETHERTYPE);
+    fault_log("%s: filter prio %u parent %x on %s: %s", getenv("LC_FAULT"), TC_H_MAJ(tc->tcm_info) >> 16,
+              tc->tcm_parent, name, flower != NULL ? "flower's IPv6 address one bit off" : "protocol ipv6 -> none");
 }
 
 int nl_send_sync(struct nl_sock *socket, struct nl_msg *message) {

@@ -13,6 +13,7 @@ summary; exits 1 if any answer broke the rules.
 """
 
 import argparse
+import errno
 import json
 import random
 import socket
@@ -243,14 +244,19 @@ def connect(address, timeout=None):
 
 def send(path, c, timeout):
     sock = connect(path, timeout)
+    reset = False
     try:
         sock.sendall(c["raw"])
         sock.shutdown(socket.SHUT_WR)
-    except (BrokenPipeError, ConnectionResetError):
-        pass
+    except OSError as e:
+        # The server answered before reading it all and closed: TCP resets a connection closed
+        # with bytes unread, and shutdown then finds it gone (ENOTCONN).
+        if e.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
+            raise
+        reset = True
     answers, ending = read_answers(sock, timeout)
     sock.close()
-    return answers, ending
+    return answers, ("reset" if reset and ending == "closed" else ending)
 
 
 def truncated(path, raw, results, index):

@@ -808,7 +808,7 @@ def summarize_oneway(result):
             "stdev_ms": round(statistics.pstdev(delays), 3),
             "min_ms": round(delays[0], 3),
             "max_ms": round(delays[-1], 3),
-            "quantiles_ms": {str(q): round(quantile(delays, q), 3) for q in (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95)},
+            "quantiles_ms": {str(q): round(quantile(delays, q), 3) for q in (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)},
         })
     return out
 

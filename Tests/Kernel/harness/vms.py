@@ -10,8 +10,10 @@ reported, with the checks it had passed so far.
 Two phases, in order:
   functional  every module's untimed tests, as many VMs at once as `--vm-jobs` (the host's CPUs),
               each User-mode Linux VM pinned to a CPU of its own;
-  timed       the tests marked `timed` (round trips, rates, jitter, step and window times), one
-              VM at a time with nothing else running, so that no timed measurement shares a CPU.
+  timed       the tests marked `timed` (round trips, rates, jitter, step and window times), with
+              nothing but timed VMs running and each on CPUs of its own: User-mode Linux VMs one
+              per host CPU, each pinned to it; then each qemu VM alone (its emulated CPUs take
+              the host's).
 
 A module names its VM with `VM = "uml"` (the default: User-mode Linux), `"qemu"` (Debian's own
 kernel under emulation) or `"systemd"` (qemu with systemd as init, for the units and the package);
@@ -106,6 +108,11 @@ class ReportStream:
         if report.failed:
             self._write("collect", report)
 
+    def pytest_collection_finish(self, session):
+        # The host's sign that the VM booted and pytest runs (see Controller.boot_limit).
+        self.file.write(json.dumps({"collected": len(session.items)}) + "\n")
+        os.fsync(self.file.fileno())
+
     def pytest_sessionfinish(self, session, exitstatus):
         self.file.write(json.dumps({"finished": int(exitstatus)}) + "\n")
         self.file.close()
@@ -176,8 +183,10 @@ class Controller:
         functional = [g for g in groups if g.phase == "functional" and phase in ("all", "functional")]
         timed = [g for g in groups if g.phase == "timed" and phase in ("all", "timed")]
         self.run_phase(session, functional, self.jobs)
-        # Alone: one VM, on one CPU, and nothing else of the suite running.
-        self.run_phase(session, timed, 1)
+        # A CPU of its own for each timed VM: User-mode Linux VMs (one CPU each, pinned) one per
+        # host CPU, then qemu's (two emulated CPUs, unpinned) one at a time, alone.
+        self.run_phase(session, [g for g in timed if g.kind == "uml"], min(self.jobs, os.cpu_count() or 1))
+        self.run_phase(session, [g for g in timed if g.kind != "uml"], 1)
         if self.config.getoption("--store-durations"):
             known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
             known.update({k: round(v) for k, v in self.durations.items()})
@@ -231,7 +240,7 @@ class Controller:
         if group.kind == "uml":
             vm += ["--uml", "--memory", "2G"]
             if pin:
-                vm += ["--pin", str(cpu)]
+                vm += ["--pin", str(cpu % (os.cpu_count() or 1))]
         elif group.kind == "systemd":
             vm += ["--systemd", "--memory", "3G"]
         else:
@@ -256,40 +265,70 @@ class Controller:
         }
         return [*vm, "--", "env", *[f"{k}={v}" for k, v in environment.items()], *pytest_args]
 
+    # Seconds from a VM's start to pytest's first word in it (boot, import, collection: each
+    # VM's log says how long it took), beyond which the VM is taken for hung and booted once
+    # more: a qemu guest once spun both CPUs without a word until its 900 s limit.
+    BOOT_LIMIT = {"uml": 90, "qemu": 240, "systemd": 300}
+
     def run_vm(self, group: Group, cpu: int, pin: bool) -> None:
         reports = self.logs / f"{group.name}.reports"
         checks = self.logs / f"{group.name}.checks"
         log = self.logs / f"{group.name}.log"
-        for path in (reports, checks):
-            path.unlink(missing_ok=True)
-        reports.touch()
         began = time.monotonic()
-        argv = self.vm_argv(group, cpu, pin)
-        with log.open("w") as out:
+        seen: set[tuple[str, str]] = set()
+        for attempt in (1, 2):
+            for path in (reports, checks):
+                path.unlink(missing_ok=True)
+            reports.touch()
+            process, booted = self.run_vm_once(group, self.vm_argv(group, cpu, pin), log, reports, seen, attempt)
+            if booted or attempt == 2:
+                break
+        self.processes.pop(group.name, None)
+        self.durations[group.name] = time.monotonic() - began
+        self.finish_unreported(group, seen, process.returncode, log, checks)
+        self.events.put(("done", group))
+
+    def run_vm_once(self, group: Group, argv: list[str], log: Path, reports: Path, seen: set,
+                    attempt: int) -> tuple[subprocess.Popen, bool]:
+        """One boot of GROUP's VM, its reports passed on as they come: the process, and whether
+        pytest in it said anything (False: killed for silence beyond BOOT_LIMIT)."""
+        limit = self.BOOT_LIMIT[group.kind]
+        with log.open("w" if attempt == 1 else "a") as out:
             out.write("$ " + " ".join(shlex.quote(a) for a in argv) + "\n")
             out.flush()
+            started = time.monotonic()
             # A session of its own: an interrupted run kills each VM with everything it started.
             process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        cwd=REPO, start_new_session=True)
             self.processes[group.name] = process
-            seen: set[tuple[str, str]] = set()
+            heard = False
             with reports.open() as stream:
                 buffer = ""
                 while True:
                     exited = process.poll() is not None
                     chunk = stream.read()
                     buffer += chunk
+                    if chunk and not heard:
+                        heard = True
+                        out.write(f"vms: pytest's first word {time.monotonic() - started:.1f} s after the VM's start\n")
+                        out.flush()
                     *lines, buffer = buffer.split("\n")
                     for line in lines:
                         self.take(group, line, seen)
                     if exited and not chunk:
                         break
+                    if not heard and time.monotonic() - started > limit:
+                        try:
+                            os.killpg(process.pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                        process.wait()
+                        out.write(f"\nvms: no word from pytest in the VM {limit} s after its start: killed"
+                                  + (", booting it once more\n" if attempt == 1 else "\n"))
+                        return process, False
                     if not chunk:
                         time.sleep(0.2)
-        self.processes.pop(group.name, None)
-        self.durations[group.name] = time.monotonic() - began
-        self.finish_unreported(group, seen, process.returncode, log, checks)
-        self.events.put(("done", group))
+        return process, heard
 
     def take(self, group: Group, line: str, seen: set) -> None:
         if not line.strip():
