@@ -769,7 +769,8 @@ def stream_down(a, host, out, pad_bytes=STREAM_PAD):
                    "read_late_ms": {"median": round(late[len(late) // 2] / 1e6, 2), "max": round(late[-1] / 1e6, 2)} if late else None}
 
 
-def cmd_stream(a):
+def streams(a):
+    """Each direction's stream that A asks for, at once: their results by direction."""
     out = {}
     threads = []
     if a.dir in ("up", "both"):
@@ -778,7 +779,11 @@ def cmd_stream(a):
         threads.append(spawn(stream_down, a, a.host, out, a.pad))
     for t in threads:
         t.join()
-    json.dump(out, sys.stdout)
+    return out
+
+
+def cmd_stream(a):
+    json.dump(streams(a), sys.stdout)
     print()
 
 
@@ -814,15 +819,7 @@ def summarize_oneway(result):
 
 
 def cmd_oneway(a):
-    raw = {}
-    threads = []
-    if a.dir in ("up", "both"):
-        threads.append(spawn(stream_up, a, a.host, raw, a.pad))
-    if a.dir in ("down", "both"):
-        threads.append(spawn(stream_down, a, a.host, raw, a.pad))
-    for t in threads:
-        t.join()
-    json.dump({d: summarize_oneway(r) for d, r in raw.items()}, sys.stdout)
+    json.dump({d: summarize_oneway(r) for d, r in streams(a).items()}, sys.stdout)
     print()
 
 

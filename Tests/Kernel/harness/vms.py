@@ -280,8 +280,8 @@ class Controller:
             for path in (reports, checks):
                 path.unlink(missing_ok=True)
             reports.touch()
-            process, booted = self.run_vm_once(group, self.vm_argv(group, cpu, pin), log, reports, seen, attempt)
-            if booted or attempt == 2:
+            process, silent = self.run_vm_once(group, self.vm_argv(group, cpu, pin), log, reports, seen, attempt)
+            if not silent:
                 break
         self.processes.pop(group.name, None)
         self.durations[group.name] = time.monotonic() - began
@@ -291,7 +291,7 @@ class Controller:
     def run_vm_once(self, group: Group, argv: list[str], log: Path, reports: Path, seen: set,
                     attempt: int) -> tuple[subprocess.Popen, bool]:
         """One boot of GROUP's VM, its reports passed on as they come: the process, and whether
-        pytest in it said anything (False: killed for silence beyond BOOT_LIMIT)."""
+        it was killed for saying nothing within BOOT_LIMIT."""
         limit = self.BOOT_LIMIT[group.kind]
         with log.open("w" if attempt == 1 else "a") as out:
             out.write("$ " + " ".join(shlex.quote(a) for a in argv) + "\n")
@@ -325,10 +325,10 @@ class Controller:
                         process.wait()
                         out.write(f"\nvms: no word from pytest in the VM {limit} s after its start: killed"
                                   + (", booting it once more\n" if attempt == 1 else "\n"))
-                        return process, False
+                        return process, True
                     if not chunk:
                         time.sleep(0.2)
-        return process, heard
+        return process, False
 
     def take(self, group: Group, line: str, seen: set) -> None:
         if not line.strip():
