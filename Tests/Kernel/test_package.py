@@ -11,7 +11,9 @@ systemd knows no linkcondd unit, nothing is shaped, and what docs/operations.md 
 (/etc/default/linkcondd, /etc/linkcond, the history, the group) stays, and only that.
 
 The daemon shapes the interface of the default route: lcpk0, one end of a veth pair in the
-systemd container's namespace. The container stands in for a stock Debian machine.
+systemd container's namespace. The container stands in for a stock Debian machine. Each
+installation or removal takes a minute under emulation: the installation's tests, the removal's
+and `make install`'s run in three VMs side by side (`vm_part`).
 """
 
 from __future__ import annotations
@@ -52,11 +54,15 @@ def apt_get(work: Path, *args: str):
                 *args], timeout=900)
 
 
-def installed_version() -> str | None:
+def package_status() -> str:
+    """dpkg's status of linkcond and its version (`install ok installed 0.4.0`), or ''."""
     done = run(["dpkg-query", "-W", "-f=${Status} ${Version}", "linkcond"])
-    if done.rc != 0 or not done.out.startswith("install ok installed "):
-        return None
-    return done.out.split()[-1]
+    return done.out.strip() if done.rc == 0 else ""
+
+
+def installed_version() -> str | None:
+    status = package_status()
+    return status.split()[-1] if status.startswith("install ok installed ") else None
 
 
 def client(*args: str):
@@ -103,7 +109,6 @@ def machine(work):
     run(["ip", "addr", "add", "10.89.0.1/24", "dev", INTERFACE]).ok()
     run(["ip", "route", "replace", "default", "via", "10.89.0.2", "dev", INTERFACE]).ok()
     yield snapshot(DEVICE)
-    bare_machine()
     run(["ip", "link", "del", INTERFACE])
 
 
@@ -119,28 +124,36 @@ def bare(machine) -> None:
 
 
 @pytest.fixture(scope="module")
-def packages(work):
-    """The package, and the same with a higher version standing in for the next build."""
-    package = the_package()
-    version = run(["dpkg-deb", "-f", package, "Version"]).ok().out.strip()
+def package() -> tuple[str, Path]:
+    """The package's version and file."""
+    built = the_package()
+    return run(["dpkg-deb", "-f", built, "Version"]).ok().out.strip(), built
+
+
+@pytest.fixture(scope="module")
+def packages(package, work) -> dict[str, Path]:
+    """The package, and the same with a higher version standing in for the next build
+    (uncompressed: repacking takes a minute under emulation, and xz's part most of it)."""
+    version, built = package
     tree = work / "next"
     run(["rm", "-rf", tree]).ok()
-    run(["dpkg-deb", "-R", package, tree]).ok()
+    run(["dpkg-deb", "-R", built, tree]).ok()
     control = tree / "DEBIAN" / "control"
     control.write_text(control.read_text().replace(f"Version: {version}\n", f"Version: {version}+next\n"))
     following = work / "linkcond_next.deb"
     run(["dpkg-deb", "-Znone", "-b", tree, following], timeout=600).ok()
-    return {version: package, f"{version}+next": following}
+    return {version: built, f"{version}+next": following}
 
 
 @pytest.fixture
-def installed(machine, packages, work) -> str:
-    """linkcond's package installed (either version), the socket enabled and listening, nothing
-    in force; installed from the file when it is not."""
-    if installed_version() not in packages:
-        bare_machine()
-        version, package = next(iter(packages.items()))
-        apt_get(work, "install", "-y", str(package)).ok()
+def installed(machine, package, work) -> str:
+    """linkcond's package installed (this version or the next), the socket enabled and
+    listening, nothing in force; installed from the file when it is not (over what a removal
+    kept, as a user installs it again; on a bare machine otherwise)."""
+    if installed_version() is None:
+        if not package_status().startswith("deinstall ok config-files "):
+            bare_machine()
+        apt_get(work, "install", "-y", str(package[1])).ok()
     systemctl("enable", "--now", SOCKET).ok()
     if client("off", "--all").rc != 0:
         raise HarnessError(f"linkcond off --all: {client('off', '--all').describe()}")
@@ -150,16 +163,16 @@ def installed(machine, packages, work) -> str:
 # ---------------------------------------------------------------- the package
 
 @pytest.mark.checks(6)
-def test_install_from_the_file(check, bare, packages, work):
+def test_install_from_the_file(check, bare, package, work):
     """`apt install ./linkcond_*.deb` on a machine without linkcond: installed, the group
     created, the socket enabled and listening with the service waiting for a request, the
     directories of tmpfiles.d made, man pages, completions and built-in profiles in place."""
-    version, package = next(iter(packages.items()))
+    version, built = package
     group_before = group_exists()
-    done = apt_get(work, "install", "-y", str(package))
-    check.exit_status(f"apt-get install {package.name}", done, 0)
+    done = apt_get(work, "install", "-y", str(built))
+    check.exit_status(f"apt-get install {built.name}", done, 0)
     check.equal("the package's state", f"install ok installed {version}",
-                run(["dpkg-query", "-W", "-f=${Status} ${Version}", "linkcond"]).out)
+                package_status())
     check.equal("the linkcond group: made by the package", "absent before, present after",
                 f"{'present' if group_before else 'absent'} before, {'present' if group_exists() else 'absent'} after")
     check.equal("socket enabled and listening, service waiting for a request", "enabled listening inactive",
@@ -241,6 +254,7 @@ def test_reinstall_leaves_a_disabled_socket_disabled(check, installed, packages,
     check.equal("enabled again by hand: the daemon takes a profile", "0 Slow Net", f"{activated.rc} {profile_on()}")
 
 
+@pytest.mark.vm_part("removal")
 @pytest.mark.checks(5)
 def test_remove_stops_it_all(check, installed, work, unshaped):
     """`apt remove` with a condition in force: service and socket stopped, nothing shaped, the
@@ -256,6 +270,7 @@ def test_remove_stops_it_all(check, installed, work, unshaped):
                                              "/var/lib/linkcond")))
 
 
+@pytest.mark.vm_part("removal")
 @pytest.mark.checks(5)
 def test_purge_removes_state_and_keeps_your_profiles(check, installed, work, unshaped):
     """`apt purge` with a condition in force: nothing shaped; settings, history and runtime
@@ -284,6 +299,7 @@ def empty_directory(path: str) -> bool:
     return all(not files for _, _, files in os.walk(path))
 
 
+@pytest.mark.vm_part("make install")
 @pytest.mark.checks(15)
 def test_make_uninstall_leaves_nothing(check, bare, unshaped):
     """`make install`, the socket enabled, a condition in force and in the history, then `make

@@ -5,7 +5,9 @@ running it: each module's tests go to a VM of their own, started by scripts/vm-r
 runs them (worker mode) and streams each test's reports back through a file. The host logs them
 as they come, as if it had run them, so that its terminal output, its closing line and its JUnit
 report are the whole suite's. A VM that dies or runs out of time fails the tests it had not
-reported, with the checks it had passed so far.
+reported, with the checks it had passed so far. A guest that stops (no word from its pytest,
+heartbeat included, for --vm-silence seconds) is killed and booted once more for the tests it had
+not ended; the summary names each such VM.
 
 Two phases, in order:
   functional  every module's untimed tests, as many VMs at once as `--vm-jobs` (the host's CPUs),
@@ -17,7 +19,9 @@ Two phases, in order:
 
 A module names its VM with `VM = "uml"` (the default: User-mode Linux), `"qemu"` (Debian's own
 kernel under emulation) or `"systemd"` (qemu with systemd as init, for the units and the package);
-a test marked `debian_kernel` runs in the qemu VM whatever its module says.
+a test marked `debian_kernel` runs in the qemu VM whatever its module says. A module whose tests
+take long under emulation splits them over VMs that run side by side: the tests marked
+`vm_part("NAME")` go to a VM of their own.
 
 Inside a VM without a host controller (`scripts/vm-run --uml -- .build/venv/bin/python -m pytest
 Tests/Kernel/...`), pytest runs the tests itself.
@@ -61,6 +65,9 @@ def pytest_addoption(parser):
                     help="VMs at once in the functional phase (default: the host's CPUs)")
     group.addoption("--vm-timeout", type=float, default=900,
                     help="seconds one VM may take before it is killed and its unreported tests fail")
+    group.addoption("--vm-silence", type=float, default=120,
+                    help="seconds without a word from a VM's pytest, its heartbeat included, after which the "
+                         "guest is taken for stopped: killed, and booted once more for the tests it had not ended")
     group.addoption("--vm-logs", default=str(REPO / ".build" / "test-logs" / "kernel"),
                     help="where each VM's output, reports and checks go")
     group.addoption("--phase", choices=("all", "functional", "timed"), default="all",
@@ -89,17 +96,34 @@ _MODE = pytest.StashKey[str]()
 
 class ReportStream:
     """Writes every report, as pytest serializes them for its own distributed runs, one JSON
-    line each, flushed at once: the host reads them while the VM runs."""
+    line each, flushed at once: the host reads them while the VM runs. A heartbeat line every
+    HEARTBEAT seconds, from a thread of its own, tells the host that the guest still runs while
+    a test is silent: a guest that stops (a qemu guest once spun its CPUs without a word) is
+    told from a test that hangs (which its own time limits end)."""
+
+    HEARTBEAT = 5
 
     def __init__(self, config, path: Path):
         self.config = config
         self.file = path.open("a", buffering=1)
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        threading.Thread(target=self._beat, name="linkcond-heartbeat", daemon=True).start()
+
+    def _line(self, message: dict) -> None:
+        with self.lock:
+            if self.file.closed:
+                return
+            self.file.write(json.dumps(message) + "\n")
+            # Through to the host now: User-mode Linux's hostfs would otherwise hold it back.
+            os.fsync(self.file.fileno())
+
+    def _beat(self) -> None:
+        while not self.stopped.wait(self.HEARTBEAT):
+            self._line({"alive": round(time.monotonic(), 1)})
 
     def _write(self, kind: str, report) -> None:
-        data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
-        self.file.write(json.dumps({kind: data}) + "\n")
-        # Through to the host now: User-mode Linux's hostfs would otherwise hold it back.
-        os.fsync(self.file.fileno())
+        self._line({kind: self.config.hook.pytest_report_to_serializable(config=self.config, report=report)})
 
     def pytest_runtest_logreport(self, report):
         self._write("test", report)
@@ -109,13 +133,13 @@ class ReportStream:
             self._write("collect", report)
 
     def pytest_collection_finish(self, session):
-        # The host's sign that the VM booted and pytest runs (see Controller.boot_limit).
-        self.file.write(json.dumps({"collected": len(session.items)}) + "\n")
-        os.fsync(self.file.fileno())
+        self._line({"collected": len(session.items)})
 
     def pytest_sessionfinish(self, session, exitstatus):
-        self.file.write(json.dumps({"finished": int(exitstatus)}) + "\n")
-        self.file.close()
+        self.stopped.set()
+        self._line({"finished": int(exitstatus)})
+        with self.lock:
+            self.file.close()
 
 
 # ---------------------------------------------------------------- on the host
@@ -127,11 +151,13 @@ class Group:
     module: str
     phase: str
     kind: str
+    part: str = ""
     items: list = field(default_factory=list)
 
     @property
     def name(self) -> str:
-        return f"{Path(self.module).stem}.{self.phase}" + ("" if self.kind in ("uml", "systemd") else f".{self.kind}")
+        return (f"{Path(self.module).stem}.{self.phase}" + ("" if self.kind in ("uml", "systemd") else f".{self.kind}")
+                + (f".{self.part.replace(' ', '-')}" if self.part else ""))
 
 
 def _module_kind(item, forced: str | None) -> str:
@@ -145,6 +171,46 @@ def _module_kind(item, forced: str | None) -> str:
     return kind
 
 
+def kill_tree(root: int) -> None:
+    """Kills ROOT (a VM's scripts/vm-run, started in a session of its own) and everything it
+    started: the processes of its session and their descendants, frozen first so that none
+    forks or leaves meanwhile. Its process group is not enough: `timeout` in vm-run puts itself
+    and the VM in a group of their own, User-mode Linux a session of its own, and either would
+    outlive vm-run, spinning, to the VM's time limit."""
+    def processes() -> dict[int, tuple[int, int]]:
+        found = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                # pid (comm) state ppid pgrp session ...: comm may hold spaces and parentheses.
+                fields = stat[stat.rindex(")") + 2:].split()
+                found[int(entry.name)] = (int(fields[1]), int(fields[3]))
+        return found
+
+    for _ in range(3):
+        table = processes()
+        tree = {pid for pid, (_, session) in table.items() if session == root}
+        if root in table:
+            tree.add(root)
+        grew = True
+        while grew:
+            more = {pid for pid, (parent, _) in table.items() if parent in tree} - tree
+            tree |= more
+            grew = bool(more)
+        if not tree:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in tree:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        time.sleep(0.1)
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -155,20 +221,18 @@ class Controller:
         self.logs = Path(config.getoption("--vm-logs"))
         self.jobs = max(1, config.getoption("--vm-jobs"))
         self.limit = config.getoption("--vm-timeout")
+        self.silence_limit = config.getoption("--vm-silence")
         self.events: queue.Queue = queue.Queue()
         self.durations: dict[str, float] = {}
         self.processes: dict[str, subprocess.Popen] = {}
+        self.stopped_guests: list[str] = []
         # A time limit that ends the run (make test's) ends it as Ctrl-C would: pytest still
         # reports what ran, the checks so far and its closing line.
         signal.signal(signal.SIGTERM, _interrupt)
 
     def pytest_sessionfinish(self, session):
         for process in list(self.processes.values()):
-            if process.poll() is None:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            kill_tree(process.pid)
 
     # The host never runs a test's fixtures: its root, namespaces and kernel are not the suite's.
     @pytest.hookimpl(tryfirst=True)
@@ -198,7 +262,8 @@ class Controller:
         for item in items:
             phase = "timed" if item.get_closest_marker("timed") else "functional"
             kind = _module_kind(item, self.config.getoption("--vm"))
-            key = (item.nodeid.split("::")[0], phase, kind)
+            part = item.get_closest_marker("vm_part")
+            key = (item.nodeid.split("::")[0], phase, kind, part.args[0] if part else "")
             groups.setdefault(key, Group(*key)).items.append(item)
         known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
         # Longest first, so that the last VMs to end are short ones.
@@ -235,18 +300,21 @@ class Controller:
 
     # ---------------------------------------------------------------- one VM
 
-    def vm_argv(self, group: Group, cpu: int, pin: bool) -> list[str]:
+    def vm_argv(self, group: Group, items: list, cpu: int, pin: bool) -> list[str]:
         vm = [str(REPO / "scripts" / "vm-run"), "--timeout", str(int(self.limit)), "--rwdir", str(self.logs)]
         if group.kind == "uml":
             vm += ["--uml", "--memory", "2G"]
             if pin:
                 vm += ["--pin", str(cpu % (os.cpu_count() or 1))]
-        elif group.kind == "systemd":
-            vm += ["--systemd", "--memory", "3G"]
         else:
-            vm += ["--memory", "2G"]
+            vm += ["--systemd", "--memory", "3G"] if group.kind == "systemd" else ["--memory", "2G"]
+            if pin:
+                # Beside another VM, one emulated CPU: two, on a host CPU and a half, wait for
+                # each other (two systemd VMs side by side booted in 89 s, not 32, and ran 2.9
+                # times slower each).
+                vm += ["--cpus", "1"]
         python = REPO / ".build" / "venv" / "bin" / "python"
-        tests = [str(KERNEL_TESTS / item.nodeid) for item in group.items]
+        tests = [str(KERNEL_TESTS / item.nodeid) for item in items]
         if group.kind != "uml":
             # virtme-ng hands the command to the guest on the kernel's command line, which holds
             # 2048 bytes (base64-encoded: about 1500 of command); longer, the guest never runs it.
@@ -266,8 +334,11 @@ class Controller:
         return [*vm, "--", "env", *[f"{k}={v}" for k, v in environment.items()], *pytest_args]
 
     # Seconds from a VM's start to pytest's first word in it (boot, import, collection: each
-    # VM's log says how long it took), beyond which the VM is taken for hung and booted once
-    # more: a qemu guest once spun both CPUs without a word until its 900 s limit.
+    # VM's log says how long it took), beyond which the guest is taken for stopped, as it is when
+    # its pytest then says nothing for --vm-silence seconds (its heartbeat comes every
+    # ReportStream.HEARTBEAT s, whatever a test does): the VM is killed and booted once more for
+    # the tests it had not ended, the one it was in from its start. A qemu guest under emulation
+    # once spun its CPUs without a word until the VM's time limit.
     BOOT_LIMIT = {"uml": 90, "qemu": 240, "systemd": 300}
 
     def run_vm(self, group: Group, cpu: int, pin: bool) -> None:
@@ -275,97 +346,131 @@ class Controller:
         checks = self.logs / f"{group.name}.checks"
         log = self.logs / f"{group.name}.log"
         began = time.monotonic()
-        seen: set[tuple[str, str]] = set()
+        # A test's reports are held until its teardown's: a test the guest stopped in is run
+        # again whole, and pytest on the host hears of it once.
+        ended: set[str] = set()
         for attempt in (1, 2):
+            left = [item for item in group.items if item.nodeid not in ended]
             for path in (reports, checks):
                 path.unlink(missing_ok=True)
             reports.touch()
-            process, silent = self.run_vm_once(group, self.vm_argv(group, cpu, pin), log, reports, seen, attempt)
-            if not silent:
+            held: dict[str, list] = {}
+            argv = self.vm_argv(group, left, cpu, pin)
+            process, stopped = self.run_vm_once(group, argv, log, reports, held, ended, attempt)
+            if stopped is None or attempt == 2:
                 break
+            during = ", ".join(held) or "no test"
+            self.stopped_guests.append(f"{group.name}: {stopped}, during {during}; booted once more for "
+                                       f"{len(group.items) - len(ended)} test(s)")
         self.processes.pop(group.name, None)
         self.durations[group.name] = time.monotonic() - began
-        self.finish_unreported(group, seen, process.returncode, log, checks)
+        if stopped is not None:
+            why = f"the VM was killed: {stopped} (twice)"
+        elif process.returncode == 124:
+            why = "the VM ran out of time (--vm-timeout)"
+        else:
+            why = f"the VM ended (exit {process.returncode})"
+        self.finish_unreported(group, held, ended, why, log, checks)
         self.events.put(("done", group))
 
-    def run_vm_once(self, group: Group, argv: list[str], log: Path, reports: Path, seen: set,
-                    attempt: int) -> tuple[subprocess.Popen, bool]:
-        """One boot of GROUP's VM, its reports passed on as they come: the process, and whether
-        it was killed for saying nothing within BOOT_LIMIT."""
-        limit = self.BOOT_LIMIT[group.kind]
+    def run_vm_once(self, group: Group, argv: list[str], log: Path, reports: Path, held: dict, ended: set,
+                    attempt: int) -> tuple[subprocess.Popen, str | None]:
+        """One boot of GROUP's VM, each test's reports passed on as it ends: the process, and
+        why it was killed for its silence (None when it was not)."""
         with log.open("w" if attempt == 1 else "a") as out:
             out.write("$ " + " ".join(shlex.quote(a) for a in argv) + "\n")
             out.flush()
-            started = time.monotonic()
+            started = last_word = time.monotonic()
             # A session of its own: an interrupted run kills each VM with everything it started.
             process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        cwd=REPO, start_new_session=True)
             self.processes[group.name] = process
-            heard = False
+            heard = finished = False
             with reports.open() as stream:
                 buffer = ""
                 while True:
                     exited = process.poll() is not None
                     chunk = stream.read()
+                    now = time.monotonic()
+                    if chunk:
+                        if not heard:
+                            out.write(f"vms: pytest's first word {now - started:.1f} s after the VM's start\n")
+                            out.flush()
+                        heard, last_word = True, now
                     buffer += chunk
-                    if chunk and not heard:
-                        heard = True
-                        out.write(f"vms: pytest's first word {time.monotonic() - started:.1f} s after the VM's start\n")
-                        out.flush()
                     *lines, buffer = buffer.split("\n")
                     for line in lines:
-                        self.take(group, line, seen)
+                        finished |= self.take(group, line, held, ended) == "finished"
                     if exited and not chunk:
                         break
-                    if not heard and time.monotonic() - started > limit:
-                        try:
-                            os.killpg(process.pid, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
-                        process.wait()
-                        out.write(f"\nvms: no word from pytest in the VM {limit} s after its start: killed"
-                                  + (", booting it once more\n" if attempt == 1 else "\n"))
-                        return process, True
-                    if not chunk:
-                        time.sleep(0.2)
-        return process, False
+                    if not heard and now - started > self.BOOT_LIMIT[group.kind]:
+                        stopped = f"no word from pytest in the VM {self.BOOT_LIMIT[group.kind]} s after its start"
+                    elif heard and not finished and now - last_word > self.silence_limit:
+                        stopped = f"no word from the VM for {self.silence_limit} s, not even its heartbeat"
+                    else:
+                        if not chunk:
+                            time.sleep(0.2)
+                        continue
+                    kill_tree(process.pid)
+                    process.wait()
+                    out.write(f"\nvms: {stopped}: killed"
+                              + (", booting it once more for the tests it had not ended\n" if attempt == 1 else "\n"))
+                    return process, stopped
+        return process, None
 
-    def take(self, group: Group, line: str, seen: set) -> None:
+    def take(self, group: Group, line: str, held: dict, ended: set) -> str | None:
+        """Takes one line of a VM's reports; returns what it was (`test`, `alive`, ...)."""
         if not line.strip():
-            return
+            return None
         try:
             message = json.loads(line)
         except ValueError:
-            return
+            return None
         if "test" in message:
             report = self.config.hook.pytest_report_from_serializable(config=self.config, data=message["test"])
-            seen.add((report.nodeid, report.when))
-            self.events.put(("report", (group, report)))
+            held.setdefault(report.nodeid, []).append(report)
+            if report.when == "teardown":
+                for each in held.pop(report.nodeid):
+                    self.events.put(("report", (group, each)))
+                ended.add(report.nodeid)
         elif "collect" in message:
             report = self.config.hook.pytest_report_from_serializable(config=self.config, data=message["collect"])
             for item in group.items:
-                fake = TestReport(item.nodeid, item.location, {}, "failed",
-                                  f"collection failed in the VM:\n{report.longrepr}", "setup")
-                seen.add((item.nodeid, "setup"))
-                self.events.put(("report", (group, fake)))
+                if item.nodeid in ended:
+                    continue
+                self.events.put(("report", (group, TestReport(item.nodeid, item.location, {}, "failed",
+                                                              f"collection failed in the VM:\n{report.longrepr}",
+                                                              "setup"))))
+                self.events.put(("report", (group, TestReport(item.nodeid, item.location, {}, "passed", None,
+                                                              "teardown"))))
+                ended.add(item.nodeid)
+        return next(iter(message), None) if isinstance(message, dict) else None
 
-    def finish_unreported(self, group: Group, seen: set, rc: int, log: Path, checks: Path) -> None:
-        """Fails every test of GROUP the VM did not report, saying why and what it had checked."""
-        why = ("the VM ran out of time (--vm-timeout)" if rc == 124 else f"the VM ended (exit {rc})")
+    def finish_unreported(self, group: Group, held: dict, ended: set, why: str, log: Path, checks: Path) -> None:
+        """Fails every test of GROUP the VM did not end, saying why and what it had checked."""
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:]) if log.exists() else ""
         passed = checks.read_text().splitlines() if checks.exists() else []
         for item in group.items:
-            if (item.nodeid, "teardown") in seen:
+            if item.nodeid in ended:
                 continue
+            partial = held.pop(item.nodeid, [])
+            for each in partial:
+                self.events.put(("report", (group, each)))
             own = [line.split("\t", 1)[1] for line in passed if line.startswith(item.nodeid + "\t")]
             text = (f"{why} before this test reported its end.\n"
                     f"Its checks so far ({len(own)}):\n  " + "\n  ".join(own or ["none"]) +
                     f"\nThe VM's last lines ({log}):\n{tail}")
-            when = next(phase for phase in ("setup", "call", "teardown") if (item.nodeid, phase) not in seen)
+            when = next(phase for phase in ("setup", "call", "teardown") if phase not in {r.when for r in partial})
             self.events.put(("report", (group, TestReport(item.nodeid, item.location, {}, "failed", text, when))))
             if when != "teardown":
                 self.events.put(("report", (group, TestReport(item.nodeid, item.location, {}, "passed", None,
                                                               "teardown"))))
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.stopped_guests:
+            terminalreporter.section("VMs whose guest stopped, booted once more")
+            for line in self.stopped_guests:
+                terminalreporter.line(line)
 
     def log_report(self, session, group: Group, report) -> None:
         item = next((i for i in group.items if i.nodeid == report.nodeid), None)
