@@ -26,7 +26,7 @@ import pytest
 
 from harness.system import REPO, SHIPPED_SCENARIOS, HarnessError, run
 from harness.systemd import (KEPT_BY_UNINSTALL, PREFIX, SERVICE, SOCKET, bare_machine, build_is_current, file_tree,
-                             group_exists, prop, require_systemd, systemctl, units_known, veth)
+                             group_exists, package_status, prop, require_systemd, systemctl, units_known, veth)
 from harness.tc import Device, qdiscs, same_as, snapshot
 
 VM = "systemd"
@@ -52,12 +52,6 @@ def apt_get(work: Path, *args: str):
     (work / "lists" / "partial").mkdir(parents=True, exist_ok=True)
     return run(["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-o", f"Dir::State::Lists={work / 'lists'}",
                 *args], timeout=900)
-
-
-def package_status() -> str:
-    """dpkg's status of linkcond and its version (`install ok installed 0.4.0`), or ''."""
-    done = run(["dpkg-query", "-W", "-f=${Status} ${Version}", "linkcond"])
-    return done.out.strip() if done.rc == 0 else ""
 
 
 def installed_version() -> str | None:

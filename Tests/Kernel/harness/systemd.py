@@ -314,10 +314,16 @@ PREFIX = "/usr/local"
 KEPT_BY_UNINSTALL = ("/etc/default/linkcondd", "/etc/linkcond", "/var/lib/linkcond")
 
 
+def package_status() -> str:
+    """dpkg's status of linkcond and its version (`install ok installed 0.4.0`), or ''."""
+    done = run(["dpkg-query", "-W", "-f=${Status} ${Version}", "linkcond"])
+    return done.out.strip() if done.rc == 0 else ""
+
+
 def bare_machine() -> None:
     """No linkcond at all: the package purged, `make install`'s files gone, no state, settings,
     group or units left (the harness makes the group for other modules at its start)."""
-    if run(["dpkg-query", "-W", "-f=${Status}", "linkcond"]).out.strip() not in ("", "unknown ok not-installed"):
+    if package_status() not in ("", "unknown ok not-installed"):
         run(["dpkg", "--purge", "linkcond"], timeout=600).ok()
     if os.path.lexists(f"{PREFIX}/bin/linkcondd") or os.path.lexists(f"{PREFIX}/lib/systemd/system/{SERVICE}"):
         run(["make", "-C", REPO, "--no-print-directory", "uninstall"], timeout=300).ok()

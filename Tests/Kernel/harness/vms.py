@@ -466,14 +466,9 @@ class Controller:
         elif "collect" in message:
             report = self.config.hook.pytest_report_from_serializable(config=self.config, data=message["collect"])
             for item in group.items:
-                if item.nodeid in ended:
-                    continue
-                self.events.put(("report", (group, TestReport(item.nodeid, item.location, {}, "failed",
-                                                              f"collection failed in the VM:\n{report.longrepr}",
-                                                              "setup"))))
-                self.events.put(("report", (group, TestReport(item.nodeid, item.location, {}, "passed", None,
-                                                              "teardown"))))
-                ended.add(item.nodeid)
+                if item.nodeid not in ended:
+                    self.fail(group, item, f"collection failed in the VM:\n{report.longrepr}", "setup")
+                    ended.add(item.nodeid)
         return next(iter(message), None) if isinstance(message, dict) else None
 
     def finish_unreported(self, group: Group, held: dict, ended: set, why: str, log: Path, checks: Path) -> None:
@@ -491,10 +486,13 @@ class Controller:
                     f"Its checks so far ({len(own)}):\n  " + "\n  ".join(own or ["none"]) +
                     f"\nThe VM's last lines ({log}):\n{tail}")
             when = next(phase for phase in ("setup", "call", "teardown") if phase not in {r.when for r in partial})
-            self.events.put(("report", (group, TestReport(item.nodeid, item.location, {}, "failed", text, when))))
-            if when != "teardown":
-                self.events.put(("report", (group, TestReport(item.nodeid, item.location, {}, "passed", None,
-                                                              "teardown"))))
+            self.fail(group, item, text, when)
+
+    def fail(self, group: Group, item, text: str, when: str) -> None:
+        """Reports ITEM failed in phase WHEN, saying TEXT, and ended."""
+        self.events.put(("report", (group, TestReport(item.nodeid, item.location, {}, "failed", text, when))))
+        if when != "teardown":
+            self.events.put(("report", (group, TestReport(item.nodeid, item.location, {}, "passed", None, "teardown"))))
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.stopped_guests:
