@@ -43,6 +43,10 @@ struct Run: AsyncParsableCommand {
     @Argument(parsing: .captureForPassthrough, help: "The command and its arguments, after --.") var command: [String] = []
 
     func validate() throws {
+        // The command is captured with every flag after it, the parser's own --help among them.
+        if let first = command.first, ["-h", "--help", "-help"].contains(first) {
+            throw CleanExit.helpRequest(self)
+        }
         try validateDuration(duration)
         if scenario != nil {
             guard profile == nil, condition.isEmpty else {

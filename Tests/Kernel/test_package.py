@@ -11,9 +11,10 @@ systemd knows no linkcondd unit, nothing is shaped, and what docs/operations.md 
 (/etc/default/linkcondd, /etc/linkcond, the history, the group) stays, and only that.
 
 The daemon shapes the interface of the default route: lcpk0, one end of a veth pair in the
-systemd container's namespace. The container stands in for a stock Debian machine. Each
-installation or removal takes a minute under emulation: the installation's tests, the removal's
-and `make install`'s run in three VMs side by side (`vm_part`).
+systemd container's namespace. The container stands in for a stock Debian machine. All of it in
+one VM, in this order, each test starting from where the one before left the machine: a VM of
+its own for the removal or `make install` would cost its boot and an installation, more than
+the minutes it would save beside the others on two CPUs.
 """
 
 from __future__ import annotations
@@ -248,7 +249,6 @@ def test_reinstall_leaves_a_disabled_socket_disabled(check, installed, packages,
     check.equal("enabled again by hand: the daemon takes a profile", "0 Slow Net", f"{activated.rc} {profile_on()}")
 
 
-@pytest.mark.vm_part("removal")
 @pytest.mark.checks(5)
 def test_remove_stops_it_all(check, installed, work, unshaped):
     """`apt remove` with a condition in force: service and socket stopped, nothing shaped, the
@@ -264,7 +264,6 @@ def test_remove_stops_it_all(check, installed, work, unshaped):
                                              "/var/lib/linkcond")))
 
 
-@pytest.mark.vm_part("removal")
 @pytest.mark.checks(5)
 def test_purge_removes_state_and_keeps_your_profiles(check, installed, work, unshaped):
     """`apt purge` with a condition in force: nothing shaped; settings, history and runtime
@@ -293,7 +292,6 @@ def empty_directory(path: str) -> bool:
     return all(not files for _, _, files in os.walk(path))
 
 
-@pytest.mark.vm_part("make install")
 @pytest.mark.checks(15)
 def test_make_uninstall_leaves_nothing(check, bare, unshaped):
     """`make install`, the socket enabled, a condition in force and in the history, then `make

@@ -45,12 +45,17 @@ DOWN_BEFORE, DOWN_LOW, DOWN_HIGH = 5, 40, 90
 UP_BEFORE, UP_LOW, UP_HIGH = 3, 20, 60
 #: Packets a second each way: a step's start is seen to within 2 ms.
 STEP_STREAM_RATE = 500
-#: A step begins this late at most after its schedule (the first step's start plus whole steps):
-#: the daemon's timer and its netlink changes (under 6 ms, linkcond-bench), a machine's stall of
-#: up to 10 ms (what the stall watch lets by) and a packet's gap of resolution. Measured -0.9 to
-#: 6.6 ms with the machine to itself; steps planned each from the one before would add up past
-#: it within a few steps.
-STEP_LATE_MS = 20
+#: A step begins this late at most after its schedule (the first step's start plus whole steps),
+#: beyond the time the daemon takes to make a step's change: a machine's stall of up to 10 ms
+#: (what the stall watch lets by), a packet's gap of resolution and 2 ms for the clocks. The
+#: change's own time is measured in the same play: the play request makes the first step (its
+#: timer aside, the same state write and netlink changes as a later step, plus the request), so
+#: it bounds a step's change on this machine, whatever its host's speed (under 6 ms alone,
+#: linkcond-bench; 23.5 ms on a host that built 2.5 times slower, where the steps began 9 to 23
+#: ms late). Steps planned each from the one before would add up past it within a few steps.
+STEP_LATE_MS = 14
+#: A step's change takes at least this long in the tolerance, however fast the play request ran.
+STEP_CHANGE_MS = 6
 #: A step's delay as its packets took it (the 10th percentile) against the step's: netem's timer
 #: fires within 0.1 ms of its time under User-mode Linux, so a step 5 ms off fails.
 STEP_DELAY_TOLERANCE = 1.0
@@ -317,8 +322,11 @@ def test_timed_steps_begin_on_schedule_and_change_hitless(check, daemon, topo, p
         # the watch bounds (measured up to 2.2 ms in CI: one packet stamped before a change
         # went out after it, reading as a step begun 2.2 ms early).
         resolution = (steps.first_start_gap_ms if steps.first_start_gap_ms is not None else 2) + watched[0]
+        change_ms = max(STEP_CHANGE_MS, played_ms - asked_ms)
         check.at_most(f"{name}: each step's start against its schedule, the latest", max(steps.offsets_ms, default=None),
-                      STEP_LATE_MS, "ms", promised="on schedule", why=f"offsets {steps.offsets_ms}")
+                      round(STEP_LATE_MS + change_ms, 1), "ms", promised="on schedule",
+                      why=f"offsets {steps.offsets_ms}; {STEP_LATE_MS} ms and a change's time, the play "
+                          f"request's {played_ms - asked_ms:.1f} ms (at least {STEP_CHANGE_MS})")
         check.at_least(f"{name}: each step's start against its schedule, the earliest", min(steps.offsets_ms, default=None),
                        -resolution, "ms", promised="never early",
                        why=f"the gap before the first step's first packet, which it began within, and the "

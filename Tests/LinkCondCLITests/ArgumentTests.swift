@@ -54,6 +54,25 @@ struct ArgumentTests {
         #expect(throws: (any Error).self) { try LinkCond.parseAsRoot(arguments) }
     }
 
+    @Test("run --help prints run's help, where no command follows --", arguments: [
+        ["run", "--help"], ["run", "-h"], ["run", "--profile", "Slow Net", "--help"],
+    ])
+    func runHelp(arguments: [String]) {
+        do {
+            _ = try LinkCond.parseAsRoot(arguments)
+            Issue.record("\(arguments) parsed as a command to run")
+        } catch {
+            #expect(LinkCond.exitCode(for: error) == .success)
+            #expect(LinkCond.fullMessage(for: error).contains("Run a command under a profile"))
+        }
+    }
+
+    @Test("run -- CMD --help passes --help to the command")
+    func runPassesHelpOn() throws {
+        let command = try #require(try LinkCond.parseAsRoot(["run", "--profile", "Slow Net", "--", "curl", "--help"]) as? Run)
+        #expect(command.arguments == ["curl", "--help"])
+    }
+
     @Test("activate --replace-foreign parses")
     func replaceForeign() throws {
         let command = try #require(try LinkCond.parseAsRoot(["activate", "black-hole", "--replace-foreign"]) as? Activate)

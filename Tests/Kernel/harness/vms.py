@@ -63,7 +63,7 @@ def pytest_addoption(parser):
     group = parser.getgroup("linkcond", "the kernel suite's VMs")
     group.addoption("--vm-jobs", type=int, default=os.cpu_count() or 1,
                     help="VMs at once in the functional phase (default: the host's CPUs)")
-    group.addoption("--vm-timeout", type=float, default=900,
+    group.addoption("--vm-timeout", type=float, default=1500,
                     help="seconds one VM may take before it is killed and its unreported tests fail")
     group.addoption("--vm-silence", type=float, default=120,
                     help="seconds without a word from a VM's pytest, its heartbeat included, after which the "
