@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "linkcond",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "linkcondd", targets: ["linkcondd"]),
         .executable(name: "linkcond", targets: ["linkcond"]),
@@ -91,13 +90,12 @@ let package = Package(
         .target(
             name: "LinkCondDaemon",
             dependencies: [
-                "ControlAPI", "IPAddressText", "Profiles", "Shaping", "Sandboxes", "CMalloc", "CSignalPipe", "CSocketOwner",
+                "ControlAPI", "IPAddressText", "Netlink", "Profiles", "Shaping", "Sandboxes", "CMalloc", "CSignalPipe", "CSocketOwner",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(

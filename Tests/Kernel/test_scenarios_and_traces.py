@@ -199,12 +199,14 @@ def ifb_netem_drops(device) -> int:
     return found.get("drops", 0)
 
 
-def without_stalls(check, name: str, measure, valid=lambda result: True, watched: list | None = None):
-    """MEASURE() under a StallWatch, measured once more when the machine itself stalled (or
-    VALID says the measurement is not one); the check that the one kept ran without a stall.
-    WATCHED, when given, receives the kept measurement's latest wake-up (ms late)."""
+def without_stalls(check, name: str, measure, valid=lambda result: True, watched: list | None = None,
+                   late_ms: float = 10):
+    """MEASURE() under a StallWatch, measured once more when the machine itself stalled (a
+    wake-up more than LATE_MS late, or VALID says the measurement is not one); the check that the
+    one kept ran without a stall. WATCHED, when given, receives the kept measurement's latest
+    wake-up (ms late)."""
     for attempt in (1, 2):
-        with StallWatch() as watch:
+        with StallWatch(late_ms) as watch:
             result = measure()
         print(f"{name}, attempt {attempt}: {watch.summary()}")
         if not watch.stalls and valid(result):
@@ -381,6 +383,8 @@ def test_byte_trigger_fires_at_its_threshold(check, daemon, topo, probes, device
 
 #: The hundred steps' mean link rate: 10 and 4 Mbit/s in turn, 150 ms each.
 HUNDRED_MEAN_BPS = 7_000_000
+#: A wake-up this late during the hundred steps is a stall that would tell on their checks.
+HUNDRED_STALL_MS = 50
 
 
 @pytest.mark.timed
@@ -412,7 +416,11 @@ def test_hundred_steps_under_transfers_and_streams(check, daemon, topo, probes, 
                 moved[key] = str(failed)
         return {family: probe.result() for family, probe in streams.items()}, moved, played_ms, before
 
-    seen, moved, played_ms, before = without_stalls(check, "100 steps", measure)
+    # Its checks hold through a stall of tens of milliseconds (a stall holds packets back, never
+    # makes one faster or loses one; 50 ms are 0.4% of the transfers' time), which its own
+    # transfers and streams cause on a slow host (wake-ups 10.3 to 15.7 ms late): a stall is one
+    # that would tell on them.
+    seen, moved, played_ms, before = without_stalls(check, "100 steps", measure, late_ms=HUNDRED_STALL_MS)
     for (kind, family, payload), result in moved.items():
         name = f"100 steps: the TCP {kind} ({family})"
         check.true(f"{name} survives all of them", isinstance(result, dict), result if isinstance(result, str) else "completed",

@@ -143,65 +143,71 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
         case .deleteLink(let name):
             guard _devices[name] != nil else { throw Self.error(ENODEV, step) }
             _devices[name] = nil
-        case .addQdisc(let device, let node):
-            try modify(device, step) { state throws(NetlinkError) in try Self.add(node, to: &state, step) }
-        case .changeQdisc(let device, let node):
-            try modify(device, step) { state throws(NetlinkError) in
-                guard let index = state.qdiscs.firstIndex(where: { $0.handle == node.handle && $0.parent == node.parent }) else {
-                    throw Self.error(ENOENT, step)
-                }
-                guard state.qdiscs[index].kind == node.settings.kind else { throw Self.error(EINVAL, step) }
-                state.qdiscs[index].settings = node.settings
-            }
-        case .deleteQdisc(let device, let parent, let handle):
-            try modify(device, step) { state throws(NetlinkError) in try Self.delete(parent: parent, handle: handle, from: &state, step) }
-        case .addClass(let device, let node):
-            try modify(device, step) { state throws(NetlinkError) in
-                guard state.qdiscs.contains(where: { $0.handle == node.classID.qdisc && $0.kind == "htb" }) else { throw Self.error(EINVAL, step) }
-                guard !state.classes.contains(where: { $0.classID == node.classID }) else { throw Self.error(EEXIST, step) }
-                guard node.parent.minor == 0 || state.classes.contains(where: { $0.classID == node.parent }) else { throw Self.error(ENOENT, step) }
-                state.classes.append(node)
-            }
-        case .changeClass(let device, let node):
-            try modify(device, step) { state throws(NetlinkError) in
-                guard let index = state.classes.firstIndex(where: { $0.classID == node.classID }) else { throw Self.error(ENOENT, step) }
-                state.classes[index] = node
-            }
-        case .deleteClass(let device, let node):
-            try modify(device, step) { state throws(NetlinkError) in
-                guard state.classes.contains(where: { $0.classID == node.classID }) else { throw Self.error(ENOENT, step) }
-                let busy = state.classes.contains { $0.parent == node.classID }
-                    || state.filters.values.joined().contains { $0.target == .classify(node.classID) }
-                guard !busy else { throw Self.error(EBUSY, step) }
-                state.classes.removeAll { $0.classID == node.classID }
-                if let leaf = state.qdiscs.first(where: { $0.parent == node.classID }) {
-                    Self.removeTree(leaf.handle, from: &state)
-                }
-            }
-        case .addFilter(let device, let node):
-            if case .redirect(let target) = node.target, _devices[target] == nil {
+        case .addQdisc(let name, _), .changeQdisc(let name, _), .deleteQdisc(let name, _, _), .addClass(let name, _),
+             .changeClass(let name, _), .deleteClass(let name, _), .addFilter(let name, _), .replaceFilter(let name, _),
+             .deleteFilter(let name, _):
+            if case .addFilter(_, let node) = step, case .redirect(let target) = node.target, _devices[target] == nil {
                 throw Self.error(ENODEV, step)
             }
-            try modify(device, step) { state throws(NetlinkError) in
-                guard state.qdiscs.contains(where: { $0.handle == node.parent }) else { throw Self.error(EINVAL, step) }
-                if let handle = node.flowerHandle {
-                    let taken = state.filters[node.parent, default: []].contains { $0.priority == node.priority && $0.flowerHandle == handle }
-                    guard !taken else { throw Self.error(EEXIST, step) }
-                }
-                state.filters[node.parent, default: []].append(node)
-            }
-        case .replaceFilter(let device, let node), .deleteFilter(let device, let node):
-            try modify(device, step) { state throws(NetlinkError) in
-                guard let index = state.filters[node.parent, default: []].firstIndex(where: {
-                    $0.priority == node.priority && $0.flowerHandle != nil && $0.flowerHandle == node.flowerHandle
-                }) else { throw Self.error(ENOENT, step) }
-                if case .replaceFilter = step {
-                    state.filters[node.parent]![index] = node
-                } else {
-                    state.filters[node.parent]!.remove(at: index)
-                }
-            }
+            // A copy changed and stored back: a refused step leaves the device as it was.
+            guard var device = _devices[name] else { throw Self.error(ENODEV, step) }
+            try Self.apply(step, to: &device)
+            _devices[name] = device
         }
+    }
+
+    /// One step's change to the device it names.
+    private static func apply(_ step: TrafficStep, to state: inout Device) throws(NetlinkError) {
+        switch step {
+        case .createIFB, .deleteLink:
+            break
+        case .addQdisc(_, let node):
+            try add(node, to: &state, step)
+        case .changeQdisc(_, let node):
+            guard let index = state.qdiscs.firstIndex(where: { $0.handle == node.handle && $0.parent == node.parent }) else {
+                throw error(ENOENT, step)
+            }
+            guard state.qdiscs[index].kind == node.settings.kind else { throw error(EINVAL, step) }
+            state.qdiscs[index].settings = node.settings
+        case .deleteQdisc(_, let parent, let handle):
+            try delete(parent: parent, handle: handle, from: &state, step)
+        case .addClass(_, let node):
+            guard state.qdiscs.contains(where: { $0.handle == node.classID.qdisc && $0.kind == "htb" }) else { throw error(EINVAL, step) }
+            guard !state.classes.contains(where: { $0.classID == node.classID }) else { throw error(EEXIST, step) }
+            guard node.parent.minor == 0 || state.classes.contains(where: { $0.classID == node.parent }) else { throw error(ENOENT, step) }
+            state.classes.append(node)
+        case .changeClass(_, let node):
+            guard let index = state.classes.firstIndex(where: { $0.classID == node.classID }) else { throw error(ENOENT, step) }
+            state.classes[index] = node
+        case .deleteClass(_, let node):
+            guard state.classes.contains(where: { $0.classID == node.classID }) else { throw error(ENOENT, step) }
+            let busy = state.classes.contains { $0.parent == node.classID }
+                || state.filters.values.joined().contains { $0.target == .classify(node.classID) }
+            guard !busy else { throw error(EBUSY, step) }
+            state.classes.removeAll { $0.classID == node.classID }
+            if let leaf = state.qdiscs.first(where: { $0.parent == node.classID }) {
+                removeTree(leaf.handle, from: &state)
+            }
+        case .addFilter(_, let node):
+            guard state.qdiscs.contains(where: { $0.handle == node.parent }) else { throw error(EINVAL, step) }
+            if let handle = node.flowerHandle {
+                let taken = state.filters[node.parent, default: []].contains { $0.priority == node.priority && $0.flowerHandle == handle }
+                guard !taken else { throw error(EEXIST, step) }
+            }
+            state.filters[node.parent, default: []].append(node)
+        case .replaceFilter(_, let node):
+            guard let index = flowerFilter(node, in: state) else { throw error(ENOENT, step) }
+            state.filters[node.parent]?[index] = node
+        case .deleteFilter(_, let node):
+            guard let index = flowerFilter(node, in: state) else { throw error(ENOENT, step) }
+            state.filters[node.parent]?.remove(at: index)
+        }
+    }
+
+    /// Where the flower filter a replacement or deletion names sits under its parent.
+    private static func flowerFilter(_ node: FilterNode, in state: Device) -> Int? {
+        guard let handle = node.flowerHandle else { return nil }
+        return state.filters[node.parent]?.firstIndex { $0.priority == node.priority && $0.flowerHandle == handle }
     }
 
     public func survey(_ target: ShapingTarget) throws(NetlinkError) -> KernelSurvey {
@@ -267,12 +273,6 @@ public final class FakeKernel: TrafficControlKernel, @unchecked Sendable {
                 statistics: counters[qdisc.handle]
             )
         }
-    }
-
-    private func modify(_ name: String, _ step: TrafficStep, _ change: (inout Device) throws(NetlinkError) -> Void) throws(NetlinkError) {
-        guard var device = _devices[name] else { throw Self.error(ENODEV, step) }
-        try change(&device)
-        _devices[name] = device
     }
 
     private static func add(_ node: QdiscNode, to device: inout Device, _ step: TrafficStep) throws(NetlinkError) {
