@@ -25,7 +25,6 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "checks(n): the number of checks the test makes")
     config.addinivalue_line("markers", "timed: a timed measurement; runs in the timed phase, alone on its CPU")
     config.addinivalue_line("markers", "debian_kernel: needs Debian's own kernel (qemu), not User-mode Linux")
-    config.addinivalue_line("markers", "vm_part(name): runs in a VM of its own with the module's other tests of that part")
     config.pluginmanager.register(CheckLedger(config), "linkcond-check-ledger")
 
 

@@ -19,9 +19,7 @@ Two phases, in order:
 
 A module names its VM with `VM = "uml"` (the default: User-mode Linux), `"qemu"` (Debian's own
 kernel under emulation) or `"systemd"` (qemu with systemd as init, for the units and the package);
-a test marked `debian_kernel` runs in the qemu VM whatever its module says. A module whose tests
-take long under emulation splits them over VMs that run side by side: the tests marked
-`vm_part("NAME")` go to a VM of their own.
+a test marked `debian_kernel` runs in the qemu VM whatever its module says.
 
 Inside a VM without a host controller (`scripts/vm-run --uml -- .build/venv/bin/python -m pytest
 Tests/Kernel/...`), pytest runs the tests itself.
@@ -167,13 +165,11 @@ class Group:
     module: str
     phase: str
     kind: str
-    part: str = ""
     items: list = field(default_factory=list)
 
     @property
     def name(self) -> str:
-        return (f"{Path(self.module).stem}.{self.phase}" + ("" if self.kind in ("uml", "systemd") else f".{self.kind}")
-                + (f".{self.part.replace(' ', '-')}" if self.part else ""))
+        return f"{Path(self.module).stem}.{self.phase}" + ("" if self.kind in ("uml", "systemd") else f".{self.kind}")
 
 
 def _module_kind(item, forced: str | None) -> str:
@@ -290,8 +286,7 @@ class Controller:
         for item in items:
             phase = "timed" if item.get_closest_marker("timed") else "functional"
             kind = _module_kind(item, self.config.getoption("--vm"))
-            part = item.get_closest_marker("vm_part")
-            key = (item.nodeid.split("::")[0], phase, kind, part.args[0] if part else "")
+            key = (item.nodeid.split("::")[0], phase, kind)
             groups.setdefault(key, Group(*key)).items.append(item)
         known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
         # Longest first, so that the last VMs to end are short ones.
