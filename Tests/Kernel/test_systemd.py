@@ -5,6 +5,9 @@ under test), activated by the socket, stopped and killed for real, logging to th
 The daemon shapes lcsd0, one end of a veth pair in the systemd container's own namespace. Each
 test starts with the service and the socket stopped and the interface as it was made.
 
+The module runs under User-mode Linux; the `run --isolated` tests on Debian's kernel under qemu
+(`debian_kernel`: a sandbox's NAT needs nftables' ip family, which User-mode Linux lacks).
+
 Timed: the sandbox's delays, one way per direction (40 ms up, 60 ms down: a direction doubled,
 swapped or missing is off by 20 ms or more), and a TCP connection's round trip through it.
 """
@@ -305,6 +308,7 @@ def sandbox_leftovers() -> list[str]:
     return sorted(set(re.findall(r"lcsb\d+", links)) | set(re.findall(r"linkcond_sandbox_\d+", tables)))
 
 
+@pytest.mark.debian_kernel
 @pytest.mark.checks(5)
 def test_run_isolated_under_the_unit(check, stopped, host_services):
     """`run --isolated` by a member of group linkcond against the daemon under the unit: the
@@ -358,6 +362,7 @@ def tenth_percentile(oneway: dict, direction: str) -> float | None:
     return oneway.get(direction, {}).get("quantiles_ms", {}).get("0.1")
 
 
+@pytest.mark.debian_kernel
 @pytest.mark.timed
 @pytest.mark.checks(5)
 def test_run_isolated_delays(check, stopped, host_services, host_probe_server):

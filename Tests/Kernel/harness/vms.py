@@ -18,8 +18,9 @@ Two phases, in order:
               the host's).
 
 A module names its VM with `VM = "uml"` (the default: User-mode Linux), `"qemu"` (Debian's own
-kernel under emulation) or `"systemd"` (qemu with systemd as init, for the units and the package);
-a test marked `debian_kernel` runs in the qemu VM whatever its module says.
+kernel under emulation) or `"systemd"` (User-mode Linux with systemd as init in a container, for
+the units, the package and the examples); a test marked `debian_kernel` runs on qemu whatever its
+module says (under systemd still, in a systemd module).
 
 Inside a VM without a host controller (`scripts/vm-run --uml -- .build/venv/bin/python -m pytest
 Tests/Kernel/...`), pytest runs the tests itself.
@@ -27,6 +28,7 @@ Tests/Kernel/...`), pytest runs the tests itself.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import queue
@@ -71,7 +73,11 @@ def pytest_addoption(parser):
     group.addoption("--phase", choices=("all", "functional", "timed"), default="all",
                     help="run only one phase")
     group.addoption("--vm", choices=("uml", "qemu"), default=None,
-                    help="run every module that needs no systemd on this kind of VM (default: each module's own)")
+                    help="run every module on this kernel (default: each module's own; tests marked "
+                         "debian_kernel run on qemu whatever this says)")
+    group.addoption("--timed-lock", metavar="FILE", default=None,
+                    help="before the timed phase, take FILE's lock (flock) exclusively: other work on the "
+                         "machine (make test's builds beside the functional phase) holds it shared until it ends")
     group.addoption("--store-durations", action="store_true",
                     help=f"write each VM's time to {DURATIONS.name}, which orders the next runs")
     group.addoption("--here", action="store_true",
@@ -160,27 +166,32 @@ class ReportStream:
 
 @dataclass
 class Group:
-    """The tests one VM runs: one module's, in one phase, on one kind of VM."""
+    """The tests one VM runs: one module's, in one phase, on one kernel (`uml` or `qemu`), with
+    or without systemd as init."""
 
     module: str
     phase: str
-    kind: str
+    kernel: str
+    systemd: bool
     items: list = field(default_factory=list)
 
     @property
     def name(self) -> str:
-        return f"{Path(self.module).stem}.{self.phase}" + ("" if self.kind in ("uml", "systemd") else f".{self.kind}")
+        return f"{Path(self.module).stem}.{self.phase}" + ("" if self.kernel == "uml" else f".{self.kernel}")
 
 
-def _module_kind(item, forced: str | None) -> str:
+def _vm_of(item, forced: str | None) -> tuple[str, bool]:
+    """The kernel ITEM runs on and whether under systemd: its module's `VM`, unless `--vm` forces
+    a kernel or the test is marked `debian_kernel`."""
     kind = getattr(item.module, "VM", "uml")
     if kind not in VM_KINDS:
         raise pytest.UsageError(f"{item.module.__name__}: VM = {kind!r}, not one of {VM_KINDS}")
-    if forced and kind != "systemd":
-        return forced
-    if item.get_closest_marker("debian_kernel") and kind == "uml":
-        return "qemu"
-    return kind
+    kernel = "qemu" if kind == "qemu" else "uml"
+    if forced:
+        kernel = forced
+    if item.get_closest_marker("debian_kernel"):
+        kernel = "qemu"
+    return kernel, kind == "systemd"
 
 
 def kill_tree(root: int) -> None:
@@ -238,6 +249,8 @@ class Controller:
         self.durations: dict[str, float] = {}
         self.processes: dict[str, subprocess.Popen] = {}
         self.stopped_guests: list[str] = []
+        #: Held (exclusively) from the timed phase's start to the run's end: see --timed-lock.
+        self.lock_file = None
         # A time limit that ends the run (make test's) ends it as Ctrl-C would: pytest still
         # reports what ran, the checks so far and its closing line.
         signal.signal(signal.SIGTERM, _interrupt)
@@ -271,22 +284,37 @@ class Controller:
         functional = [g for g in groups if g.phase == "functional" and phase in ("all", "functional")]
         timed = [g for g in groups if g.phase == "timed" and phase in ("all", "timed")]
         self.run_phase(session, functional, self.jobs)
+        if timed:
+            self.wait_for_the_machine(self.config.getoption("--timed-lock"))
         # A CPU of its own for each timed VM: User-mode Linux VMs (one CPU each, pinned) one per
         # host CPU, then qemu's (two emulated CPUs, unpinned) one at a time, alone.
-        self.run_phase(session, [g for g in timed if g.kind == "uml"], min(self.jobs, os.cpu_count() or 1))
-        self.run_phase(session, [g for g in timed if g.kind != "uml"], 1)
+        self.run_phase(session, [g for g in timed if g.kernel == "uml"], min(self.jobs, os.cpu_count() or 1))
+        self.run_phase(session, [g for g in timed if g.kernel == "qemu"], 1)
         if self.config.getoption("--store-durations"):
             known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
             known.update({k: round(v) for k, v in self.durations.items()})
             DURATIONS.write_text(json.dumps(dict(sorted(known.items())), indent=1) + "\n")
         return True
 
+    def wait_for_the_machine(self, lock: str | None) -> None:
+        """Blocks until no other work holds LOCK: the timed phase shares the CPUs with nothing."""
+        if lock is None:
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        began = time.monotonic()
+        self.lock_file = open(lock, "a")
+        try:
+            fcntl.flock(self.lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            reporter.write_line(f"vms: the timed phase waits for the work beside the suite to end ({lock})")
+            fcntl.flock(self.lock_file, fcntl.LOCK_EX)
+        reporter.write_line(f"vms: the timed phase starts, the machine to itself (waited {time.monotonic() - began:.0f} s)")
+
     def plan(self, items) -> list[Group]:
         groups: dict[tuple, Group] = {}
         for item in items:
             phase = "timed" if item.get_closest_marker("timed") else "functional"
-            kind = _module_kind(item, self.config.getoption("--vm"))
-            key = (item.nodeid.split("::")[0], phase, kind)
+            key = (item.nodeid.split("::")[0], phase, *_vm_of(item, self.config.getoption("--vm")))
             groups.setdefault(key, Group(*key)).items.append(item)
         known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
         # Longest first, so that the last VMs to end are short ones.
@@ -325,12 +353,12 @@ class Controller:
 
     def vm_argv(self, group: Group, items: list, cpu: int, pin: bool) -> list[str]:
         vm = [str(REPO / "scripts" / "vm-run"), "--timeout", str(int(self.limit)), "--rwdir", str(self.logs)]
-        if group.kind == "uml":
-            vm += ["--uml", "--memory", "2G"]
+        vm += ["--systemd", "--memory", "3G"] if group.systemd else ["--memory", "2G"]
+        if group.kernel == "uml":
+            vm += ["--uml"]
             if pin:
                 vm += ["--pin", str(cpu % (os.cpu_count() or 1))]
         else:
-            vm += ["--systemd", "--memory", "3G"] if group.kind == "systemd" else ["--memory", "2G"]
             if pin:
                 # Beside another VM, one emulated CPU: two, on a host CPU and a half, wait for
                 # each other (two systemd VMs side by side booted in 89 s, not 32, and ran 2.9
@@ -338,7 +366,7 @@ class Controller:
                 vm += ["--cpus", "1"]
         python = REPO / ".build" / "venv" / "bin" / "python"
         tests = [str(KERNEL_TESTS / item.nodeid) for item in items]
-        if group.kind != "uml":
+        if group.kernel == "qemu":
             # virtme-ng hands the command to the guest on the kernel's command line, which holds
             # 2048 bytes (base64-encoded: about 1500 of command); longer, the guest never runs it.
             # The tests go in a file pytest reads (an argument file, `@PATH`), one a line.
@@ -362,7 +390,7 @@ class Controller:
     # ReportStream.HEARTBEAT s, whatever a test does): the VM is killed and booted once more for
     # the tests it had not ended, the one it was in from its start. A qemu guest under emulation
     # once spun its CPUs without a word until the VM's time limit.
-    BOOT_LIMIT = {"uml": 90, "qemu": 240, "systemd": 300}
+    BOOT_LIMIT = {("uml", False): 90, ("uml", True): 150, ("qemu", False): 240, ("qemu", True): 300}
 
     def run_vm(self, group: Group, cpu: int, pin: bool) -> None:
         reports = self.logs / f"{group.name}.reports"
@@ -428,8 +456,9 @@ class Controller:
                         quiet = kind == "quiet" or (quiet and kind != "alive")
                     if exited and not chunk:
                         break
-                    if not heard and now - started > self.BOOT_LIMIT[group.kind]:
-                        stopped = f"no word from pytest in the VM {self.BOOT_LIMIT[group.kind]} s after its start"
+                    boot_limit = self.BOOT_LIMIT[group.kernel, group.systemd]
+                    if not heard and now - started > boot_limit:
+                        stopped = f"no word from pytest in the VM {boot_limit} s after its start"
                     elif heard and not finished and not quiet and now - last_word > self.silence_limit:
                         stopped = f"no word from the VM for {self.silence_limit} s, not even its heartbeat"
                     else:
