@@ -6,8 +6,8 @@ First the quick start alone, from a bare machine (nothing of linkcond, no group,
 each page's runnable blocks, in order, one test per page: every block found runs, and the count
 run is the count found. No page may hold a shell-like block that the runner does not run unless
 it says why (`<!-- example: skip (REASON) -->`): an example that silently stopped being run
-fails. Last, Examples/swift-testing's XCTest and Swift Testing tests (built on the host: the
-compiler under emulation takes many minutes) against the daemon the quick start installed.
+fails. Last, Examples/swift-testing's XCTest and Swift Testing tests (built on the host, with
+the host's toolchain and caches) against the daemon the quick start installed.
 
 The pages are read on the host at collection: a page added to docs/ changes CHECKS.
 """
@@ -94,7 +94,7 @@ def environment() -> dict[str, str]:
     """The pages' commands' environment. docs/ci.md's pytest example runs with the Python of
     scripts/setup's environment, which has pytest; without the plugins installed beside it for
     the suite's own use (schemathesis, hypothesis): a user's pytest has none, and importing them
-    takes a minute under emulation."""
+    takes seconds."""
     env = dict(os.environ)
     env["PATH"] = f"{REPO / '.build' / 'venv' / 'bin'}:{env.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
@@ -136,7 +136,7 @@ def as_the_page_shows(check, name: str, outcome: examples.Outcome) -> None:
 def test_quick_start_from_a_bare_machine(check, world):
     """README.md's quick start on a machine without linkcond: `make`, `sudo make install`,
     enabling the socket, then trying it; linkcond is installed and its socket enabled after.
-    Its `make` finds what the host built (building under emulation would take an hour)."""
+    Its `make` finds what the host built (building in the VM would take many minutes)."""
     build_is_current()
     bare_machine()
     found = examples.runnable(REPO / "README.md", QUICK_START)
@@ -181,7 +181,7 @@ def conditions() -> list[dict]:
 @pytest.fixture
 def swift_bundle() -> Path:
     """Examples/swift-testing's test bundle, built on the host (`swift build --build-tests
-    --package-path Examples/swift-testing`): the compiler under emulation takes many minutes."""
+    --package-path Examples/swift-testing`): building in the VM would take many minutes."""
     if not SWIFT_EXAMPLE.exists():
         raise HarnessError(f"{SWIFT_EXAMPLE.relative_to(REPO)} is missing: build it on the host with "
                            "`swift build --build-tests --package-path Examples/swift-testing`")

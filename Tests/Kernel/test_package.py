@@ -49,7 +49,8 @@ def the_package() -> Path:
 
 def apt_get(work: Path, *args: str):
     """apt-get, non-interactive, given no package lists: the package's dependencies are installed
-    (dpkg's own database says so), and parsing the image's lists takes minutes under emulation."""
+    (dpkg's own database says so), and parsing the image's lists takes a while (minutes under qemu's
+    emulation)."""
     (work / "lists" / "partial").mkdir(parents=True, exist_ok=True)
     return run(["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-o", f"Dir::State::Lists={work / 'lists'}",
                 *args], timeout=900)
@@ -95,7 +96,7 @@ def machine(work):
     it boots from is a Docker image, whose policy-rc.d forbids maintainer scripts to start
     services and whose docker-clean keeps apt from caching its lists (each apt command would
     parse them all again): a stock machine has neither. man-db's index is left alone (rebuilding
-    it takes minutes under emulation). The changes vanish with the container."""
+    it takes minutes under qemu's emulation). The changes vanish with the container."""
     require_systemd()
     for path in ("/usr/sbin/policy-rc.d", "/etc/apt/apt.conf.d/docker-clean", "/var/lib/man-db/auto-update"):
         Path(path).unlink(missing_ok=True)
@@ -128,7 +129,7 @@ def package() -> tuple[str, Path]:
 @pytest.fixture(scope="module")
 def packages(package, work) -> dict[str, Path]:
     """The package, and the same with a higher version standing in for the next build
-    (uncompressed: repacking takes a minute under emulation, and xz's part most of it)."""
+    (uncompressed: xz's compression is most of a repacking's time)."""
     version, built = package
     tree = work / "next"
     run(["rm", "-rf", tree]).ok()

@@ -63,7 +63,7 @@ def wait_state(active: str, unit: str = SERVICE, timeout: float = 120) -> bool:
 
 def control_api(timeout: float = 120) -> ControlAPI:
     """The API on systemd's control socket (a connection starts the service when it is not
-    running: under emulation that takes a while)."""
+    running: in the VM that takes a while)."""
     return ControlAPI(CONTROL_SOCKET, timeout=timeout)
 
 
@@ -338,7 +338,7 @@ def bare_machine() -> None:
 
 
 def build_is_current() -> None:
-    """`make install` here must install what the host built, not build under emulation."""
+    """`make install` here must install what the host built, not build in the VM."""
     stale = run(["make", "-C", REPO, "-q", ".build/generated/.complete"], timeout=120)
     if stale.rc != 0:
         raise HarnessError("the host's build is not complete (the man pages and completions of .build/generated, "
