@@ -81,8 +81,12 @@ struct ChildDescriptorTests {
         let given = fcntl(opened, F_DUPFD, 200)
         close(opened)
         linkcond_note_inherited_descriptors()
-        // A socket linkcond opens itself, without close-on-exec, like its lease connection.
-        let own = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        // A socket linkcond opens itself, without close-on-exec, like its lease connection; at
+        // a number no other suite held when the descriptors were noted: one of theirs closed
+        // since would come back as this socket's, noted as inherited.
+        let opening = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let own = fcntl(opening, F_DUPFD, 300)
+        close(opening)
         defer { close(own); close(given) }
         let file = "/tmp/lc-fds-\(UUID().uuidString.prefix(8))"
         defer { unlink(file) }
