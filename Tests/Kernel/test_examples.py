@@ -26,6 +26,8 @@ from harness.system import REPO, HarnessError, run, spawn, stop, wait_until
 from harness.systemd import CONTROL_SOCKET, PREFIX, SOCKET, bare_machine, build_is_current, require_systemd, systemctl
 
 VM = "systemd"
+#: Built on the host first (Examples/swift-testing's test bundle): make test builds it beside the functional phase.
+HOST_BUILDS = ("swift-example",)
 
 PAGES = examples.pages()
 RUNNABLE_PAGES = [page for page in PAGES if examples.runnable(page)]

@@ -31,6 +31,8 @@ from harness.systemd import (KEPT_BY_UNINSTALL, PREFIX, SERVICE, SOCKET, bare_ma
 from harness.tc import Device, qdiscs, same_as, snapshot
 
 VM = "systemd"
+#: Built on the host first (the package `make deb` left in the repository's root): make test builds it beside the functional phase.
+HOST_BUILDS = ("deb",)
 CHECKS = 49
 
 INTERFACE, PEER = "lcpk0", "lcpk1"

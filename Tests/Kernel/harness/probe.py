@@ -449,22 +449,26 @@ def run_id():
 # ---------------------------------------------------------------- rtt
 
 def rtt_udp(host, port, timeout):
+    """One echo's round trip, ended when the kernel received the reply (its arrival stamp), not
+    when this process woke to read it: asleep through a 100 ms round trip under emulation, it
+    wakes milliseconds late."""
     s = socket.socket(family_of(host), socket.SOCK_DGRAM)
     try:
-        s.settimeout(timeout)
+        stamp_arrivals(s)
         s.connect((host, port))
         token = os.urandom(16)
         t0 = now()
+        sent_ns = time.monotonic_ns()
         s.send(token)
         deadline = t0 + timeout
         while True:
             s.settimeout(max(0.001, deadline - now()))
             try:
-                data = s.recv(2048)
+                data, _, arrived_ns = recv_stamped(s, 2048)
             except (socket.timeout, ConnectionRefusedError):
                 return None, None
             if data == token:
-                return (now() - t0) * 1000.0, None
+                return (arrived_ns - sent_ns) / 1e6, None
     finally:
         s.close()
 

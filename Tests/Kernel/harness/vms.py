@@ -78,6 +78,10 @@ def pytest_addoption(parser):
     group.addoption("--timed-lock", metavar="FILE", default=None,
                     help="before the timed phase, take FILE's lock (flock) exclusively: other work on the "
                          "machine (make test's builds beside the functional phase) holds it shared until it ends")
+    group.addoption("--host-builds", metavar="DIR", default=None,
+                    help="a module that names host builds (`HOST_BUILDS`) waits, its VM unstarted, until a file of "
+                         "each one's name is in DIR: make test builds them beside the functional phase and writes "
+                         "the file when each build ends (default: no wait; they are already built)")
     group.addoption("--store-durations", action="store_true",
                     help=f"write each VM's time to {DURATIONS.name}, which orders the next runs")
     group.addoption("--here", action="store_true",
@@ -174,6 +178,8 @@ class Group:
     kernel: str
     systemd: bool
     items: list = field(default_factory=list)
+    #: What the module's tests need built on the host first (its `HOST_BUILDS`: "deb", "swift-example").
+    host_builds: tuple = ()
 
     @property
     def name(self) -> str:
@@ -245,6 +251,8 @@ class Controller:
         self.jobs = max(1, config.getoption("--vm-jobs"))
         self.limit = config.getoption("--vm-timeout")
         self.silence_limit = config.getoption("--vm-silence")
+        self.began = time.monotonic()
+        self.announced_waits: set[str] = set()
         self.events: queue.Queue = queue.Queue()
         self.durations: dict[str, float] = {}
         self.processes: dict[str, subprocess.Popen] = {}
@@ -315,7 +323,7 @@ class Controller:
         for item in items:
             phase = "timed" if item.get_closest_marker("timed") else "functional"
             key = (item.nodeid.split("::")[0], phase, *_vm_of(item, self.config.getoption("--vm")))
-            groups.setdefault(key, Group(*key)).items.append(item)
+            groups.setdefault(key, Group(*key, host_builds=tuple(getattr(item.module, "HOST_BUILDS", ())))).items.append(item)
         known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
         # Longest first, so that the last VMs to end are short ones.
         return sorted(groups.values(), key=lambda g: -known.get(g.name, 60))
@@ -328,8 +336,8 @@ class Controller:
         running: dict[str, threading.Thread] = {}
         cpu_of: dict[str, int] = {}
         while pending or running:
-            while pending and free_cpus:
-                group = pending.pop(0)
+            while free_cpus and (group := self.next_startable(pending)):
+                pending.remove(group)
                 cpu = free_cpus.pop(0)
                 cpu_of[group.name] = cpu
                 thread = threading.Thread(target=self.run_vm, args=(group, cpu, jobs > 1), daemon=True)
@@ -348,6 +356,28 @@ class Controller:
                 free_cpus.sort()
                 if session.shouldstop or session.shouldfail:
                     pending.clear()
+
+    #: Seconds a group waits for its host builds before it starts without them (and its tests
+    #: say what is missing): a build that never ends must not hold the suite to its time limit.
+    HOST_BUILD_WAIT = 1200
+
+    def next_startable(self, pending: list[Group]) -> Group | None:
+        """The first of PENDING whose host builds have ended; once they have had HOST_BUILD_WAIT s,
+        the first of them all."""
+        directory = self.config.getoption("--host-builds")
+        if directory is None:
+            return pending[0] if pending else None
+        for group in pending:
+            missing = [name for name in group.host_builds if not (Path(directory) / name).exists()]
+            if not missing:
+                return group
+            if group.name not in self.announced_waits:
+                self.announced_waits.add(group.name)
+                reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+                reporter.write_line(f"vms: {group.name} waits for the host's build of {', '.join(missing)}")
+        if pending and time.monotonic() - self.began > self.HOST_BUILD_WAIT:
+            return pending[0]
+        return None
 
     # ---------------------------------------------------------------- one VM
 
