@@ -5,8 +5,11 @@ refusal at each of the 10 steps of joining one to the host, and a SIGKILL before
 and before some of its tree's 51; a host firewall that drops forwarded packets; and the sandbox
 requests a group member may not make.
 
-Debian's kernel under qemu: User-mode Linux lacks nftables' ip family, which the sandboxes'
-NAT needs. Every "nothing left" reads the kernel (harness/sandboxes.py) and fails when it cannot.
+User-mode Linux for the refusals and the kills before the NAT step (the last of its plumbing);
+Debian's kernel under qemu (`debian_kernel`) for every test that builds a whole sandbox (User-mode
+Linux lacks nftables' ip family, which the sandboxes' NAT needs) or makes a user namespace (which
+User-mode Linux refuses). Every "nothing left" reads the
+kernel (harness/sandboxes.py) and fails when it cannot.
 Sandboxes are IPv4 only (docs/how-it-works.md): a sandbox's IPv6 is checked to reach nothing.
 """
 
@@ -29,7 +32,7 @@ from harness.system import SYSTEM_PYTHON, as_member, run, wait_until
 from harness.tc import Device, qdisc
 from harness.topology import families
 
-VM = "qemu"
+VM = "uml"
 DAEMON_ARGS = ["--enable-fault-injection"]
 CHECKS = 158
 
@@ -120,6 +123,7 @@ def delay_tolerance(delay_ms: float) -> float:
     return oneway.delay_tolerance(delay_ms, floor_ms=1.5)
 
 
+@pytest.mark.debian_kernel
 @pytest.mark.timed
 @pytest.mark.checks(23)
 def test_two_sandboxes_beside_the_unshaped_host(check, daemon, topo, work, server, probes, unshaped_oneway,
@@ -198,6 +202,7 @@ def test_two_sandboxes_beside_the_unshaped_host(check, daemon, topo, work, serve
 
 # ---------------------------------------------------------------- what is left
 
+@pytest.mark.debian_kernel
 @pytest.mark.checks(5)
 def test_killed_run_client_leaves_nothing(check, daemon, topo, forwarding_off):
     """A SIGKILL of the run client ends its lease: the daemon takes the sandbox apart."""
@@ -218,6 +223,7 @@ def test_killed_run_client_leaves_nothing(check, daemon, topo, forwarding_off):
             kill_pids([command_pid(listed[0])])
 
 
+@pytest.mark.debian_kernel
 @pytest.mark.checks(6)
 def test_daemon_sigkill_and_restart_leaves_nothing(check, daemon, topo, work, forwarding_off):
     """A SIGKILL of the daemon leaves the sandbox's objects; the restarted daemon removes them,
@@ -246,6 +252,7 @@ def test_daemon_sigkill_and_restart_leaves_nothing(check, daemon, topo, work, fo
             kill_pids([command_pid(listed[0])])
 
 
+@pytest.mark.debian_kernel
 @pytest.mark.checks(1)
 def test_build_steps(check, daemon, topo):
     """A sandbox's build takes its 10 steps of plumbing and a whole interface's tree of 51,
@@ -281,7 +288,7 @@ def test_refusal_at_each_plumbing_step(check, daemon, topo, work, forwarding_off
 
 
 @pytest.mark.checks(4)
-@pytest.mark.parametrize("step", [*range(len(PLUMBING)), *TREE_KILLS])
+@pytest.mark.parametrize("step", [*range(len(PLUMBING)), *(pytest.param(k, marks=pytest.mark.debian_kernel) for k in TREE_KILLS)])
 def test_sigkill_before_each_step(check, daemon, topo, work, forwarding_off, step):
     """The daemon killed before a step of a sandbox's build: the run client ends by itself, and
     the restarted daemon leaves nothing of the sandbox."""
@@ -323,6 +330,7 @@ DOCKER_WARNING = ("warning: the host's firewall drops forwarded packets (nft tab
 DOCKER_FIX = "iptables -I DOCKER-USER -i lcsb+ -j ACCEPT"
 
 
+@pytest.mark.debian_kernel
 @pytest.mark.checks(8)
 def test_forward_drop_chain_warning(check, daemon, topo, server, forwarding_off):
     """Behind a forward chain that drops by default, laid out as Docker's: the sandbox reaches
@@ -371,6 +379,7 @@ def member_processes():
         process.wait(30)
 
 
+@pytest.mark.debian_kernel
 @pytest.mark.checks(5)
 def test_member_sandbox_refusals(check, daemon, topo, member_processes):
     """A group member asks for sandboxes it may not have: another user's process (pid 1), its own
@@ -403,6 +412,7 @@ def test_member_sandbox_refusals(check, daemon, topo, member_processes):
                  leftovers(topo.client)))
 
 
+@pytest.mark.debian_kernel
 @pytest.mark.checks(4)
 def test_member_sandbox_flood(check, daemon, topo, member_processes, forwarding_off):
     """16 sandbox leases at once, each on a fresh namespace of the member's: each granted, with a
