@@ -10,18 +10,18 @@ import Profiles
 /// `off`) and at most one *lease* on top of it. A pure value: deciding needs no kernel, no
 /// clock beyond what it is given, no I/O.
 struct ConditionPolicy: Sendable, Equatable {
-    var baseline: CatalogEntry?
+    var baseline: ProfileEntry?
     var baselineSince: Date
     var lease: Lease?
 
-    init(baseline: CatalogEntry? = nil, baselineSince: Date, lease: Lease? = nil) {
+    init(baseline: ProfileEntry? = nil, baselineSince: Date, lease: Lease? = nil) {
         self.baseline = baseline
         self.baselineSince = baselineSince
         self.lease = lease
     }
 
     /// The condition the kernel should have.
-    var effective: CatalogEntry? { lease?.entry ?? baseline }
+    var effective: ProfileEntry? { lease?.entry ?? baseline }
 
     /// When the condition in force (or "off") began.
     var since: Date { lease?.since ?? baselineSince }
@@ -37,7 +37,7 @@ struct ConditionPolicy: Sendable, Equatable {
 
     /// A new lease; `id` is unique among all the daemon's leases, so that a client's closed
     /// connection can never end a later lease on a condition that was switched off meanwhile.
-    func makeLease(id: UInt64, _ entry: CatalogEntry, holder: Requester, duration: LeaseDuration?, clientBound: Bool, now: Date) -> Lease {
+    func makeLease(id: UInt64, _ entry: ProfileEntry, holder: Requester, duration: LeaseDuration?, clientBound: Bool, now: Date) -> Lease {
         Lease(
             id: id, entry: entry, holder: holder, since: now,
             expires: duration.map { now.addingTimeInterval($0.seconds) }, clientBound: clientBound
@@ -46,7 +46,7 @@ struct ConditionPolicy: Sendable, Equatable {
 
     /// The policy with `baseline` and `lease` wanted; `baselineSince` moves only when the
     /// baseline's values change.
-    func wanting(baseline newBaseline: CatalogEntry?, lease newLease: Lease?, now: Date) -> ConditionPolicy {
+    func wanting(baseline newBaseline: ProfileEntry?, lease newLease: Lease?, now: Date) -> ConditionPolicy {
         var next = self
         next.baseline = newBaseline
         next.lease = newLease

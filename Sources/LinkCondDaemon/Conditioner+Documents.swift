@@ -77,7 +77,7 @@ extension Conditioner {
         HistoryResponse(entries: history.recent(limit))
     }
 
-    private func document(_ lease: Lease, restoring baseline: CatalogEntry?) -> LeaseDocument {
+    private func document(_ lease: Lease, restoring baseline: ProfileEntry?) -> LeaseDocument {
         LeaseDocument(
             profile: lease.entry.profile.name,
             holder: lease.holder.document,
@@ -88,7 +88,7 @@ extension Conditioner {
         )
     }
 
-    func record(_ condition: Condition, from previous: CatalogEntry?, reason: String, requester: Requester?, detail: String?) {
+    func record(_ condition: Condition, from previous: ProfileEntry?, reason: String, requester: Requester?, detail: String?) {
         record(
             condition, from: previous?.profile.name ?? "off", to: condition.policy.effective?.profile.name ?? "off",
             reason: reason, requester: requester, detail: detail

@@ -14,7 +14,7 @@ struct ScenarioStart {
     var entry: ScenarioEntry
     var schedule: ScenarioSchedule
     var play: ScenarioSchedule.Play
-    var profile: CatalogEntry
+    var profile: ProfileEntry
 }
 
 extension Conditioner {
@@ -45,7 +45,7 @@ extension Conditioner {
 
     /// The profile a step plays: one of the daemon's by name, as the catalog has it now, or
     /// the step's own values (marked ad hoc, so reload leaves them alone).
-    private func stepProfile(_ play: ScenarioSchedule.Play, of entry: ScenarioEntry) throws -> CatalogEntry {
+    private func stepProfile(_ play: ScenarioSchedule.Play, of entry: ScenarioEntry) throws -> ProfileEntry {
         let step = entry.scenario.steps[play.index]
         switch step.profile {
         case .named(let name):
@@ -55,7 +55,7 @@ extension Conditioner {
                 throw ScenarioStepError(scenario: entry.scenario.name, detail: "\(entry.file):\(step.line): step \(play.index + 1): \(error)")
             }
         case .inline(let profile):
-            return CatalogEntry(profile: profile, file: entry.file, stem: "")
+            return ProfileEntry(profile: profile, file: entry.file, stem: "")
         }
     }
 

@@ -583,7 +583,7 @@ public actor Conditioner {
     // MARK: Leases
 
     /// The profile a choice puts in force first; for a scenario, its first step's, with the rest.
-    private func resolve(_ choice: ProfileChoice) throws -> (CatalogEntry, ScenarioStart?) {
+    private func resolve(_ choice: ProfileChoice) throws -> (ProfileEntry, ScenarioStart?) {
         switch choice {
         case .named(let name): return (try catalog.entry(named: name), nil)
         case .defined(let entry): return (entry, nil)
@@ -654,7 +654,7 @@ public actor Conditioner {
     /// while no daemon ran (expired, or bound to a client whose connection died with it).
     private func recoveredPolicy(from state: PersistedState?, for id: ConditionID) -> ConditionPolicy {
         guard let state, state.interface == id.interface, state.namespace == id.namespace?.description else { return ConditionPolicy(baselineSince: now) }
-        let baseline: CatalogEntry?
+        let baseline: ProfileEntry?
         do {
             baseline = try state.baseline?.entry()
         } catch {
@@ -662,7 +662,7 @@ public actor Conditioner {
             return ConditionPolicy(baselineSince: now)
         }
         var lease: Lease?
-        let leaseEntry: CatalogEntry?
+        let leaseEntry: ProfileEntry?
         do {
             leaseEntry = try state.lease?.profile.entry()
         } catch {
@@ -686,7 +686,7 @@ public actor Conditioner {
 
     /// A condition's profiles as `fresh` has them now; whether the values in force changed.
     private func refresh(_ condition: Condition, from fresh: ProfileCatalog, by requester: Requester?) -> Bool {
-        func refreshed(_ entry: CatalogEntry) -> CatalogEntry {
+        func refreshed(_ entry: ProfileEntry) -> ProfileEntry {
             guard !entry.isAdHoc else { return entry }
             guard let update = fresh.entries.first(where: { $0.file == entry.file }) else {
                 logger.warning("reload: \(entry.file) no longer loads; '\(entry.profile.name)' keeps its values")

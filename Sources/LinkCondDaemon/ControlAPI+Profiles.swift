@@ -35,7 +35,7 @@ extension DirectionDocument {
 }
 
 extension ProfileDocument {
-    init(_ entry: CatalogEntry) {
+    init(_ entry: ProfileEntry) {
         let profile = entry.profile
         self.init(
             name: profile.name,
@@ -50,7 +50,7 @@ extension ProfileDocument {
 }
 
 extension ProfileSummary {
-    init(_ entry: CatalogEntry) {
+    init(_ entry: ProfileEntry) {
         self.init(name: entry.profile.name, description: entry.profile.description, file: entry.file, summary: entry.profile.summary)
     }
 }

@@ -62,9 +62,10 @@ package struct ControlError: ControlAPIError, Error {
     }
 }
 
-extension UnknownProfileError: ControlAPIError {
+/// `unknown-profile`, `unknown-scenario`.
+extension UnknownNameError: ControlAPIError {
     var httpStatus: HTTPResponseStatus { .notFound }
-    var errorCode: String { "unknown-profile" }
+    var errorCode: String { "unknown-\(Item.kind)" }
     var errorSuggestions: [String]? { suggestions }
 }
 
@@ -173,12 +174,6 @@ extension HostNameError: ControlAPIError {
     }
 
     var errorCode: String { code.rawValue }
-}
-
-extension UnknownScenarioError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .notFound }
-    var errorCode: String { "unknown-scenario" }
-    var errorSuggestions: [String]? { suggestions }
 }
 
 extension NoScenarioError: ControlAPIError {

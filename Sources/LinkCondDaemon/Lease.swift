@@ -10,7 +10,7 @@ import Profiles
 /// `clientBound`, as soon as the connection of the client that asked for it closes.
 struct Lease: Sendable, Equatable {
     var id: UInt64
-    var entry: CatalogEntry
+    var entry: ProfileEntry
     var holder: Requester
     var since: Date
     var expires: Date?

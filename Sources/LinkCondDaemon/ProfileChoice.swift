@@ -7,7 +7,7 @@ public enum ProfileChoice: Sendable, Equatable {
     case named(String)
     /// Parsed and validated exactly like a profile file; `stem` is empty, which marks it as
     /// not from any directory (reload leaves it alone).
-    case defined(CatalogEntry)
+    case defined(ProfileEntry)
     /// One of the daemon's scenarios, by name or file stem.
     case scenario(String)
 
@@ -19,7 +19,7 @@ public enum ProfileChoice: Sendable, Equatable {
         case (nil, let definition?, nil):
             do {
                 let parsed = try ProfileParser.parse(yaml: definition.yaml, file: definition.source)
-                return .defined(CatalogEntry(profile: parsed, file: definition.source, stem: ""))
+                return .defined(ProfileEntry(profile: parsed, file: definition.source, stem: ""))
             } catch {
                 throw ControlError.badProfile(error)
             }
@@ -33,7 +33,7 @@ public enum ProfileChoice: Sendable, Equatable {
     }
 }
 
-extension CatalogEntry {
+extension ProfileEntry {
     /// Given with a request rather than loaded from a profile directory.
     var isAdHoc: Bool { stem.isEmpty }
 }

@@ -200,7 +200,7 @@ extension PersistedState.StoredImpairments {
 }
 
 extension PersistedState.StoredProfile {
-    init(_ entry: CatalogEntry) {
+    init(_ entry: ProfileEntry) {
         let profile = entry.profile
         self.init(
             name: profile.name, description: profile.description, file: entry.file, stem: entry.stem,
@@ -210,7 +210,7 @@ extension PersistedState.StoredProfile {
     }
 
     /// The entry back, or an error naming the field that is out of range.
-    package func entry() throws(StoredProfileError) -> CatalogEntry {
+    package func entry() throws(StoredProfileError) -> ProfileEntry {
         guard dnsDelayMicroseconds <= Delay.maximum.microseconds else { throw StoredProfileError(field: "dnsDelay") }
         let profile = Profile(
             name: name, description: description,
@@ -218,7 +218,7 @@ extension PersistedState.StoredProfile {
             uplink: try uplink.conditions(field: "uplink"),
             dnsDelay: Delay(microseconds: dnsDelayMicroseconds)
         )
-        return CatalogEntry(profile: profile, file: file, stem: stem)
+        return ProfileEntry(profile: profile, file: file, stem: stem)
     }
 }
 

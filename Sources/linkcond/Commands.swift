@@ -6,18 +6,14 @@ struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the profiles linkcondd knows; * marks the active one.")
 
     @OptionGroup var connection: ConnectionOptions
-    @Flag(help: "Print the daemon's JSON answer.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let client = connection.client
-        let listing = try await withDaemon { () async throws(ControlClientError) in try await client.profiles() }
-        if json {
-            return try printJSON(listing)
-        }
-        let status = try await withDaemon { () async throws(ControlClientError) in try await client.status() }
-        print(Format.profileTable(listing.profiles, active: status.profile?.name))
-        for problem in listing.problems {
-            print("skipped \(problem)")
+        let listing = try await connection.request { client throws(ControlClientError) in try await client.profiles() }
+        try await output.show(listing) { listing in
+            let status = try await connection.request { client throws(ControlClientError) in try await client.status() }
+            return ([Format.profileTable(listing.profiles, active: status.profile?.name)] + listing.problems.map { "skipped \($0)" })
+                .joined(separator: "\n")
         }
     }
 }
@@ -27,15 +23,11 @@ struct Show: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @Argument(help: "Display name or file name of the profile.") var name: String
-    @Flag(help: "Print the daemon's JSON answer.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let client = connection.client
-        let profile = try await withDaemon { () async throws(ControlClientError) in try await client.profile(named: name) }
-        if json {
-            return try printJSON(profile)
-        }
-        print(Format.profile(profile))
+        let profile = try await connection.request { client throws(ControlClientError) in try await client.profile(named: name) }
+        try await output.show(profile) { Format.profile($0) }
     }
 }
 
@@ -58,7 +50,7 @@ struct Activate: AsyncParsableCommand {
     @Flag(help: "Take over a lease another client holds.") var force = false
     @Flag(help: "Delete a qdisc on the interface that linkcond did not create, instead of refusing. It is not restored afterwards.")
     var replaceForeign = false
-    @Flag(help: "Print the daemon's JSON answer.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         try validateDuration(duration)
@@ -66,9 +58,8 @@ struct Activate: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = connection.client
         let selection = try ProfileSelection.resolve(argument: name, options: condition, commandName: "linkcond activate")
-        let status = try await withDaemon { () async throws(ControlClientError) in
+        let status = try await connection.request { client throws(ControlClientError) in
             do throws(ControlClientError) {
                 return try await client.activate(
                     selection.profile, definition: selection.definition, replaceForeign: replaceForeign, for: duration, force: force,
@@ -78,10 +69,7 @@ struct Activate: AsyncParsableCommand {
                 throw selection.explain(error)
             }
         }
-        if json {
-            return try printJSON(status)
-        }
-        print(Format.status(status))
+        try await output.show(status) { Format.status($0) }
     }
 }
 
@@ -94,7 +82,7 @@ struct Off: AsyncParsableCommand {
     @OptionGroup var target: TargetOptions
     @Flag(help: "Switch off every condition, on every interface.") var all = false
     @Flag(help: "End a lease another client holds.") var force = false
-    @Flag(help: "Print the daemon's JSON answer.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         if all && target.condition != nil {
@@ -103,18 +91,14 @@ struct Off: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = connection.client
         if all {
-            let list = try await withDaemon { () async throws(ControlClientError) in try await client.deactivateAll(force: force) }
-            return json ? try printJSON(list) : print(Format.conditions(list))
+            let list = try await connection.request { client throws(ControlClientError) in try await client.deactivateAll(force: force) }
+            return try await output.show(list) { Format.conditions($0) }
         }
-        let status = try await withDaemon { () async throws(ControlClientError) in
+        let status = try await connection.request { client throws(ControlClientError) in
             try await client.deactivate(force: force, condition: target.condition)
         }
-        if json {
-            return try printJSON(status)
-        }
-        print(Format.status(status))
+        try await output.show(status) { Format.status($0) }
     }
 }
 
@@ -130,7 +114,7 @@ struct Status: AsyncParsableCommand {
     @OptionGroup var target: TargetOptions
     @Flag(help: "With --json: every condition, not only the default one.") var all = false
     @Flag(name: [.short, .long], help: "Also show linkcond's qdiscs and classes in the kernel, with their counters.") var verbose = false
-    @Flag(help: "Print the daemon's JSON answer.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         if all && target.condition != nil {
@@ -140,23 +124,21 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         let client = connection.client
-        guard target.condition == nil && (all || !json) else {
-            let status = try await withDaemon { () async throws(ControlClientError) in
+        // The counters are a second read; a daemon too old to serve them shows none.
+        guard target.condition == nil && (all || !output.json) else {
+            let status = try await connection.request { client throws(ControlClientError) in
                 try await client.status(verbose: verbose, condition: target.condition)
             }
-            if json {
-                return try printJSON(status)
+            return try await output.show(status) { status in
+                let traffic = status.active ? try? await client.stats().conditions.first { $0.id == status.id } : nil
+                return Format.status(status, traffic: traffic, verbose: verbose)
             }
-            let traffic = status.active ? try? await client.stats().conditions.first { $0.id == status.id } : nil
-            return print(Format.status(status, traffic: traffic, verbose: verbose))
         }
-        let list = try await withDaemon { () async throws(ControlClientError) in try await client.conditions(verbose: verbose) }
-        if json {
-            return try printJSON(list)
+        let list = try await connection.request { client throws(ControlClientError) in try await client.conditions(verbose: verbose) }
+        try await output.show(list) { list in
+            let stats = list.conditions.contains(where: \.active) ? try? await client.stats() : nil
+            return Format.conditions(list, stats: stats, verbose: verbose)
         }
-        // The counters are a second read; a daemon too old to serve them shows none.
-        let stats = list.conditions.contains(where: \.active) ? try? await client.stats() : nil
-        print(Format.conditions(list, stats: stats, verbose: verbose))
     }
 }
 
@@ -164,17 +146,13 @@ struct Reload: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Re-read the profile directories; a changed active profile is applied in place.")
 
     @OptionGroup var connection: ConnectionOptions
-    @Flag(help: "Print the daemon's JSON answer.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let client = connection.client
-        let reload = try await withDaemon { () async throws(ControlClientError) in try await client.reload() }
-        if json {
-            return try printJSON(reload)
-        }
-        print("\(reload.profiles) profiles loaded" + (reload.reapplied ? "; the active condition was updated" : ""))
-        for problem in reload.problems {
-            print("skipped \(problem)")
+        let reload = try await connection.request { client throws(ControlClientError) in try await client.reload() }
+        try await output.show(reload) { reload in
+            (["\(reload.profiles) profiles loaded" + (reload.reapplied ? "; the active condition was updated" : "")]
+                + reload.problems.map { "skipped \($0)" }).joined(separator: "\n")
         }
     }
 }
@@ -184,15 +162,13 @@ struct History: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @Option(name: [.customShort("n"), .long], help: "How many changes to show.") var count = 20
-    @Flag(help: "Print the daemon's JSON answer.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let client = connection.client
-        let history = try await withDaemon { () async throws(ControlClientError) in try await client.history(limit: count) }
-        if json {
-            return try printJSON(history)
+        let history = try await connection.request { client throws(ControlClientError) in try await client.history(limit: count) }
+        try await output.show(history) { history in
+            history.entries.isEmpty ? "no changes yet" : history.entries.map(Format.historyLine).joined(separator: "\n")
         }
-        print(history.entries.isEmpty ? "no changes yet" : history.entries.map(Format.historyLine).joined(separator: "\n"))
     }
 }
 
@@ -212,14 +188,12 @@ struct Release: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var target: TargetOptions
-    @Flag(help: "Print the daemon's JSON answer.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let client = connection.client
-        let status = try await withDaemon { () async throws(ControlClientError) in try await client.releaseLease(condition: target.condition) }
-        if json {
-            return try printJSON(status)
+        let status = try await connection.request { client throws(ControlClientError) in
+            try await client.releaseLease(condition: target.condition)
         }
-        print(Format.status(status))
+        try await output.show(status) { Format.status($0) }
     }
 }

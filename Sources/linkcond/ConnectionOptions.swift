@@ -25,4 +25,10 @@ struct ConnectionOptions: ParsableArguments {
     var client: ControlClient {
         ControlClient(socketPath: socketPath)
     }
+
+    /// One request to the daemon; a failure becomes one line on stderr and a non-zero exit.
+    func request<Answer>(_ body: (ControlClient) async throws(ControlClientError) -> Answer) async throws -> Answer {
+        let client = self.client
+        return try await withDaemon { () async throws(ControlClientError) in try await body(client) }
+    }
 }

@@ -6,17 +6,13 @@ struct Scenarios: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the scenarios linkcondd can play, with their steps.")
 
     @OptionGroup var connection: ConnectionOptions
-    @Flag(help: "Print the daemon's JSON answer.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let client = connection.client
-        let listing = try await withDaemon { () async throws(ControlClientError) in try await client.scenarios() }
-        if json {
-            return try printJSON(listing)
-        }
-        print(listing.scenarios.isEmpty ? "no scenarios" : listing.scenarios.map(Format.scenario).joined(separator: "\n\n"))
-        for problem in listing.problems {
-            print("skipped \(problem)")
+        let listing = try await connection.request { client throws(ControlClientError) in try await client.scenarios() }
+        try await output.show(listing) { listing in
+            ([listing.scenarios.isEmpty ? "no scenarios" : listing.scenarios.map(Format.scenario).joined(separator: "\n\n")]
+                + listing.problems.map { "skipped \($0)" }).joined(separator: "\n")
         }
     }
 }
@@ -40,21 +36,17 @@ struct Play: AsyncParsableCommand {
     var duration: String?
     @Flag(help: "Take over a lease another client holds.") var force = false
     @Flag(help: "Delete a qdisc on the interface that linkcond did not create, instead of refusing.") var replaceForeign = false
-    @Flag(help: "Print the daemon's JSON answer.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func validate() throws {
         try validateDuration(duration)
     }
 
     func run() async throws {
-        let client = connection.client
-        let status = try await withDaemon { () async throws(ControlClientError) in
+        let status = try await connection.request { client throws(ControlClientError) in
             try await client.play(name, for: duration, force: force, replaceForeign: replaceForeign, condition: target.condition)
         }
-        if json {
-            return try printJSON(status)
-        }
-        print(Format.status(status))
+        try await output.show(status) { Format.status($0) }
     }
 }
 
@@ -65,14 +57,10 @@ struct Next: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var target: TargetOptions
-    @Flag(help: "Print the daemon's JSON answer.") var json = false
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let client = connection.client
-        let status = try await withDaemon { () async throws(ControlClientError) in try await client.next(condition: target.condition) }
-        if json {
-            return try printJSON(status)
-        }
-        print(Format.status(status))
+        let status = try await connection.request { client throws(ControlClientError) in try await client.next(condition: target.condition) }
+        try await output.show(status) { Format.status($0) }
     }
 }

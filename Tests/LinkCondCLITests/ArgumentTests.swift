@@ -20,7 +20,7 @@ struct ArgumentTests {
     func defaultSocket() throws {
         let command = try #require(try LinkCond.parseAsRoot(["status", "--json"]) as? Status)
         #expect(command.connection.socket == nil)
-        #expect(command.json)
+        #expect(command.output.json)
     }
 
     @Test("The environment sets the socket when --socket is absent, and --socket wins over it")

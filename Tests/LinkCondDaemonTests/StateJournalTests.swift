@@ -17,7 +17,7 @@ struct StateJournalTests {
         }
     }
 
-    static let shipped: [CatalogEntry] = {
+    static let shipped: [ProfileEntry] = {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../profiles").standardized
         return ProfileCatalog.load(from: [directory.path]).entries
     }()
@@ -40,7 +40,7 @@ struct StateJournalTests {
     @Test("Every shipped profile and extreme values come back with bit-identical netlink attributes")
     func roundTrip() throws {
         #expect(Self.shipped.count == 31)
-        let entries = Self.shipped + Self.extremes.map { CatalogEntry(profile: $0, file: "/x/\($0.name).yaml", stem: $0.name) }
+        let entries = Self.shipped + Self.extremes.map { ProfileEntry(profile: $0, file: "/x/\($0.name).yaml", stem: $0.name) }
         for entry in entries {
             let state = PersistedState(interface: "eth0", baseline: .init(entry), baselineSince: Date(), lease: nil)
             let decoded = try #require(StateStore.decode(try StateStore.encode(state)), "\(entry.profile.name)")
@@ -52,7 +52,7 @@ struct StateJournalTests {
 
     @Test("The values on disk are base units, not display text")
     func baseUnits() throws {
-        let entry = CatalogEntry(profile: Self.extremes[0], file: "/x/odd.yaml", stem: "odd")
+        let entry = ProfileEntry(profile: Self.extremes[0], file: "/x/odd.yaml", stem: "odd")
         let text = String(decoding: try StateStore.encode(PersistedState(interface: "eth0", baseline: .init(entry), baselineSince: Date())), as: UTF8.self)
         #expect(text.contains("\"bandwidthBitsPerSecond\" : 1234500"))
         #expect(text.contains("\"lossScaledPercent\" : 4000000"))
@@ -64,7 +64,7 @@ struct StateJournalTests {
     func restartIsBitIdentical(index: Int) async throws {
         let directory = try TestDaemon.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let entry = CatalogEntry(profile: Self.extremes[index], file: "/x/odd.yaml", stem: "odd")
+        let entry = ProfileEntry(profile: Self.extremes[index], file: "/x/odd.yaml", stem: "odd")
         let kernel = FakeKernel(interfaces: ["eth0"])
         let catalog = ProfileCatalog(entries: TestDaemon.profiles + [entry])
         _ = try await TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path, catalog: catalog).activate("odd", by: TestDaemon.root)
@@ -90,7 +90,7 @@ struct StateJournalTests {
         ("jitterMicroseconds", "18446744073709551615", "downlink.jitter"),
     ])
     func outOfRange(field: String, value: String, named: String) throws {
-        let entry = CatalogEntry(profile: Profile(name: "x", downlink: LinkConditions(bandwidth: .kbit(1))), file: "/x.yaml", stem: "x")
+        let entry = ProfileEntry(profile: Profile(name: "x", downlink: LinkConditions(bandwidth: .kbit(1))), file: "/x.yaml", stem: "x")
         var text = String(decoding: try StateStore.encode(PersistedState(interface: "eth0", baseline: .init(entry), baselineSince: Date())), as: UTF8.self)
         let pattern = try Regex("\"downlink\" : \\{[^}]*\"\(field)\" : [0-9]+")
         let match = try #require(text.firstMatch(of: pattern))

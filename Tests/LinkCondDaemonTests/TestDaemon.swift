@@ -14,8 +14,8 @@ import Synchronization
 
 /// A conditioner on a model kernel with the shipped-like profiles, for tests without root.
 enum TestDaemon {
-    static let profiles: [CatalogEntry] = [
-        CatalogEntry(
+    static let profiles: [ProfileEntry] = [
+        ProfileEntry(
             profile: Profile(
                 name: "Slow Net",
                 downlink: LinkConditions(bandwidth: .kbit(32), delay: .milliseconds(100)),
@@ -24,11 +24,11 @@ enum TestDaemon {
             ),
             file: "/profiles/slow-net.yaml", stem: "slow-net"
         ),
-        CatalogEntry(
+        ProfileEntry(
             profile: Profile(name: "Nasty Net", downlink: LinkConditions(loss: LossRate(percent: 90)), uplink: LinkConditions(loss: LossRate(percent: 90))),
             file: "/profiles/nasty-net.yaml", stem: "nasty-net"
         ),
-        CatalogEntry(
+        ProfileEntry(
             profile: Profile(name: "100% Loss", downlink: LinkConditions(loss: .total), uplink: LinkConditions(loss: .total)),
             file: "/profiles/100-percent-loss.yaml", stem: "100-percent-loss"
         ),
@@ -85,7 +85,7 @@ enum TestDaemon {
     /// The profile whose plan matches what the kernel has, object for object, filter for filter
     /// and value for value, or `nil` when there is no tree; throws when the tree is partial or
     /// matches no profile.
-    static func conditionInKernel(_ kernel: FakeKernel, candidates: [CatalogEntry] = profiles) throws -> String? {
+    static func conditionInKernel(_ kernel: FakeKernel, candidates: [ProfileEntry] = profiles) throws -> String? {
         let survey = try kernel.survey(ShapingTarget(interface: "eth0"))
         guard survey.hasLinkcondObjects else { return nil }
         for entry in candidates {

@@ -14,10 +14,10 @@ struct TracePlaybackTests {
     static let timestamps = (1...9).map { "\($0)" } + (201...205).map { "\($0)" } + ["300"]
 
     /// A profile whose downlink follows the trace in `directory`/windows.trace.
-    static func recorded(in directory: URL) throws -> CatalogEntry {
+    static func recorded(in directory: URL) throws -> ProfileEntry {
         let file = directory.appendingPathComponent("windows.trace")
         try (timestamps.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
-        return CatalogEntry(
+        return ProfileEntry(
             profile: Profile(
                 name: "Recorded",
                 downlink: LinkConditions(trace: try LinkTrace(contentsOfFile: file.path), delay: .milliseconds(20)),
