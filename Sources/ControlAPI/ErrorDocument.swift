@@ -1,7 +1,8 @@
 /// Every error the API returns: `{"error": {"code": ..., "message": ...}}` with a matching HTTP status.
 public struct ErrorResponse: Codable, Sendable, Equatable, Error {
     public struct Body: Codable, Sendable, Equatable {
-        /// Stable and machine-readable, e.g. `unknown-profile`, `foreign-qdisc`, `missing-kernel-module`.
+        /// Stable and machine-readable: one of `ErrorCode`'s, kept as text so that a client reads
+        /// the codes of a newer daemon too.
         public var code: String
         /// One line for people.
         public var message: String
@@ -20,7 +21,12 @@ public struct ErrorResponse: Codable, Sendable, Equatable, Error {
 
     public var error: Body
 
-    public init(code: String, message: String, suggestions: [String]? = nil, problem: ProfileProblem? = nil) {
-        self.error = Body(code: code, message: message, suggestions: suggestions, problem: problem)
+    public init(code: ErrorCode, message: String, suggestions: [String]? = nil, problem: ProfileProblem? = nil) {
+        self.error = Body(code: code.rawValue, message: message, suggestions: suggestions, problem: problem)
     }
+}
+
+extension ErrorResponse.Body {
+    /// The code as one of this version's, or nil for one a newer daemon added.
+    public var knownCode: ErrorCode? { ErrorCode(rawValue: code) }
 }

@@ -136,7 +136,7 @@ package enum APICall: Sendable, Equatable {
             }
             return .profile(name: name)
         default:
-            throw ControlError(.notFound, code: "not-found", message: "no such endpoint: \(request.method) \(printable(request.path)); see docs/api.md")
+            throw ControlError(.notFound, "no such endpoint: \(request.method) \(printable(request.path)); see docs/api.md")
         }
     }
 
@@ -170,8 +170,7 @@ package enum APICall: Sendable, Equatable {
     private static func require(_ request: ControlRequest, _ methods: HTTPMethod...) throws(ControlError) {
         guard methods.contains(request.method) else {
             var error = ControlError(
-                .methodNotAllowed, code: "method-not-allowed",
-                message: "\(printable(request.path)) accepts \(methods.map(\.rawValue).joined(separator: ", ")), not \(request.method)"
+                .methodNotAllowed, "\(printable(request.path)) accepts \(methods.map(\.rawValue).joined(separator: ", ")), not \(request.method)"
             )
             error.allowedMethods = methods
             throw error

@@ -1,4 +1,3 @@
-import ControlAPI
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -13,7 +12,7 @@ struct ConditionHistory {
     /// The file is cut back to `kept` lines when it grows past this.
     static let fileLimit = 2000
 
-    private(set) var entries: [HistoryEntryDocument] = []
+    private(set) var entries: [HistoryRecord] = []
     let file: URL?
     /// Lines in the file, so that a daemon that runs for months keeps it bounded too.
     private var linesInFile = 0
@@ -23,12 +22,12 @@ struct ConditionHistory {
         guard let file, let text = try? String(contentsOf: file, encoding: .utf8) else { return }
         let lines = text.split(separator: "\n")
         let decoder = JSONDecoder()
-        entries = lines.suffix(Self.kept).compactMap { try? decoder.decode(HistoryEntryDocument.self, from: Data($0.utf8)) }
+        entries = lines.suffix(Self.kept).compactMap { try? decoder.decode(HistoryRecord.self, from: Data($0.utf8)) }
         linesInFile = lines.count
         trimFileIfLong()
     }
 
-    mutating func record(_ entry: HistoryEntryDocument) {
+    mutating func record(_ entry: HistoryRecord) {
         entries.append(entry)
         if entries.count > Self.kept {
             entries.removeFirst(entries.count - Self.kept)
@@ -38,11 +37,11 @@ struct ConditionHistory {
         trimFileIfLong()
     }
 
-    func recent(_ limit: Int) -> [HistoryEntryDocument] {
+    func recent(_ limit: Int) -> [HistoryRecord] {
         Array(entries.suffix(max(0, limit)))
     }
 
-    private func append(_ entry: HistoryEntryDocument) {
+    private func append(_ entry: HistoryRecord) {
         guard let file, var line = try? JSONEncoder().encode(entry) else { return }
         line.append(UInt8(ascii: "\n"))
         try? FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)

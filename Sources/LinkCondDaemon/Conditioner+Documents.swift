@@ -74,7 +74,7 @@ extension Conditioner {
     }
 
     public func history(limit: Int) -> HistoryResponse {
-        HistoryResponse(entries: history.recent(limit))
+        HistoryResponse(entries: history.recent(limit).map(HistoryEntryDocument.init))
     }
 
     private func document(_ lease: Lease, restoring baseline: ProfileEntry?) -> LeaseDocument {
@@ -101,9 +101,9 @@ extension Conditioner {
         if let requester { line += " by \(requester)" }
         if let detail { line += "; \(detail)" }
         logger.notice("\(line)")
-        history.record(HistoryEntryDocument(
+        history.record(HistoryRecord(
             time: Date().formatted(.iso8601), condition: condition.id.description, from: from, to: to, reason: reason,
-            requester: requester?.document, detail: detail
+            requester: requester?.asker, detail: detail
         ))
     }
 }

@@ -149,8 +149,7 @@ package final class ConnectionGuard: ChannelDuplexHandler {
         requestTimer = context.eventLoop.scheduleTask(in: limits.requestTimeout) { [limits] in
             let context = loopBound.value
             let reply = ControlError(
-                .requestTimeout, code: "request-timeout",
-                message: "the request did not arrive whole within \(limits.requestTimeout.nanoseconds / 1_000_000_000) seconds"
+                .requestTimeout, "the request did not arrive whole within \(limits.requestTimeout.nanoseconds / 1_000_000_000) seconds"
             ).reply
             context.triggerUserOutboundEvent(FrontEnd.AnswerAndClose(bytes: Self.encode(reply)), promise: nil)
         }

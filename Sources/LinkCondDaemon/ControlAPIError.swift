@@ -4,12 +4,12 @@ import Profiles
 import Sandboxes
 import Shaping
 
-/// An error the control API reports as it is: with its own HTTP status and a stable code.
+/// An error the control API reports as it is: with a code of the API's vocabulary, which decides
+/// its HTTP status.
 ///
 /// Every error a request can meet conforms; anything else is a bug, answered with a 500.
 protocol ControlAPIError: Error {
-    var httpStatus: HTTPResponseStatus { get }
-    var errorCode: String { get }
+    var errorCode: ErrorCode { get }
     var errorMessage: String { get }
     /// Names that were probably meant, for `unknown-profile`.
     var errorSuggestions: [String]? { get }
@@ -20,6 +20,7 @@ protocol ControlAPIError: Error {
 }
 
 extension ControlAPIError {
+    var httpStatus: HTTPResponseStatus { errorCode.httpStatus }
     var errorSuggestions: [String]? { nil }
     var allowedMethods: [HTTPMethod] { [] }
     var errorProblem: ProfileProblem? { nil }
@@ -38,150 +39,141 @@ extension ControlAPIError where Self: CustomStringConvertible {
 
 /// A request the router itself refuses: malformed, not allowed, or for nothing it serves.
 package struct ControlError: ControlAPIError, Error {
-    var httpStatus: HTTPResponseStatus
-    var errorCode: String
+    var errorCode: ErrorCode
     var errorMessage: String
     var allowedMethods: [HTTPMethod] = []
     var errorProblem: ProfileProblem?
 
-    init(_ status: HTTPResponseStatus, code: String, message: String) {
-        self.httpStatus = status
+    init(_ code: ErrorCode, _ message: String) {
         self.errorCode = code
         self.errorMessage = message
     }
 
     static func badRequest(_ message: String) -> ControlError {
-        ControlError(.badRequest, code: "bad-request", message: message)
+        ControlError(.badRequest, message)
     }
 
     /// A profile given with the request that a profile file could not be either.
     static func badProfile(_ error: ProfileError) -> ControlError {
-        var refusal = ControlError(.badRequest, code: "bad-profile", message: error.description)
+        var refusal = ControlError(.badProfile, error.description)
         refusal.errorProblem = ProfileProblem(error)
         return refusal
     }
 }
 
-/// `unknown-profile`, `unknown-scenario`.
-extension UnknownNameError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .notFound }
-    var errorCode: String { "unknown-\(Item.kind)" }
+/// What names a catalog's items in the API's refusals.
+protocol NamedInRefusals: CatalogItem {
+    static var unknownNameCode: ErrorCode { get }
+}
+
+extension Profile: NamedInRefusals {
+    static var unknownNameCode: ErrorCode { .unknownProfile }
+}
+
+extension Scenario: NamedInRefusals {
+    static var unknownNameCode: ErrorCode { .unknownScenario }
+}
+
+extension UnknownNameError: ControlAPIError where Item: NamedInRefusals {
+    var errorCode: ErrorCode { Item.unknownNameCode }
     var errorSuggestions: [String]? { suggestions }
 }
 
 extension LeaseConflictError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .conflict }
-    var errorCode: String { "lease-held" }
+    var errorCode: ErrorCode { .leaseHeld }
 }
 
 extension NoLeaseError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .conflict }
-    var errorCode: String { "no-lease" }
+    var errorCode: ErrorCode { .noLease }
 }
 
 extension DaemonStoppingError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .serviceUnavailable }
-    var errorCode: String { "stopping" }
+    var errorCode: ErrorCode { .stopping }
 }
 
 extension LeaseDurationError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .badRequest }
-    var errorCode: String { "bad-request" }
+    var errorCode: ErrorCode { .badRequest }
     var errorMessage: String { "lease duration \(description)" }
 }
 
 extension ShapingError: ControlAPIError {
-    /// A conflict the user can resolve is a 409, a missing interface a 503, kernel trouble a 500.
-    var httpStatus: HTTPResponseStatus {
+    var errorCode: ErrorCode {
         switch code {
-        case .foreignQdisc, .ifbNameTaken: return .conflict
-        case .interfaceMissing: return .serviceUnavailable
-        case .namespaceGone: return .gone
-        default: return .internalServerError
+        case .interfaceMissing: .interfaceMissing
+        case .foreignQdisc: .foreignQdisc
+        case .ifbNameTaken: .ifbNameTaken
+        case .missingKernelModule: .missingKernelModule
+        case .notPermitted: .notPermitted
+        case .kernelRefused: .kernelRefused
+        case .namespaceGone: .namespaceGone
         }
     }
-
-    var errorCode: String { code.rawValue }
 }
 
 extension UnknownInterfaceError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .notFound }
-    var errorCode: String { "unknown-interface" }
+    var errorCode: ErrorCode { .unknownInterface }
 }
 
 extension TooManyConditionsError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .serviceUnavailable }
-    var errorCode: String { "too-many-conditions" }
+    var errorCode: ErrorCode { .tooManyConditions }
 }
 
 extension LoopbackConditionError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .badRequest }
-    var errorCode: String { "loopback" }
+    var errorCode: ErrorCode { .loopback }
 }
 
 extension UnknownNamespaceError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .notFound }
-    var errorCode: String { "unknown-namespace" }
+    var errorCode: ErrorCode { .unknownNamespace }
 }
 
 extension NamespaceTargetsUnavailableError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .notImplemented }
-    var errorCode: String { "namespaces-unavailable" }
+    var errorCode: ErrorCode { .namespacesUnavailable }
 }
 
 extension AliasedConditionError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .conflict }
-    var errorCode: String { "aliased-condition" }
+    var errorCode: ErrorCode { .aliasedCondition }
 }
 
 extension OverlappingPeerError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .conflict }
-    var errorCode: String { "overlapping-peer" }
+    var errorCode: ErrorCode { .overlappingPeer }
 }
 
 extension SandboxError: ControlAPIError {
-    /// Someone else's process is a 403, a namespace in use a 409, no free number a 503.
-    var httpStatus: HTTPResponseStatus {
+    var errorCode: ErrorCode {
         switch code {
-        case .notYours: return .forbidden
-        case .namespaceInUse: return .conflict
-        case .exhausted: return .serviceUnavailable
-        case .plumbingFailed, .natFailed: return .internalServerError
+        case .notYours: .sandboxNotYours
+        case .namespaceInUse: .sandboxNamespaceInUse
+        case .exhausted: .sandboxesExhausted
+        case .plumbingFailed: .sandboxPlumbingFailed
+        case .natFailed: .sandboxNATFailed
         }
     }
-
-    var errorCode: String { code.rawValue }
 }
 
 extension SandboxesUnavailableError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .notImplemented }
-    var errorCode: String { "sandboxes-unavailable" }
+    var errorCode: ErrorCode { .sandboxesUnavailable }
 }
 
 extension SandboxRequestError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .conflict }
-    var errorCode: String { "sandbox-request" }
+    var errorCode: ErrorCode { .sandboxRequest }
 }
 
 extension HostNameError: ControlAPIError {
-    /// A name with no address, too many, or this machine's own: the request's fault. A
-    /// resolver that failed or did not answer: try again.
-    var httpStatus: HTTPResponseStatus {
+    var errorCode: ErrorCode {
         switch code {
-        case .notFound, .tooManyAddresses, .loopback: return .badRequest
-        case .unavailable, .timedOut: return .serviceUnavailable
+        case .notFound: .unknownHost
+        case .unavailable: .hostLookupFailed
+        case .timedOut: .hostLookupTimedOut
+        case .tooManyAddresses: .tooManyAddresses
+        case .loopback: .loopbackHost
         }
     }
-
-    var errorCode: String { code.rawValue }
 }
 
 extension NoScenarioError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .conflict }
-    var errorCode: String { finished ? "scenario-over" : "no-scenario" }
+    var errorCode: ErrorCode { finished ? .scenarioOver : .noScenario }
 }
 
 extension ScenarioStepError: ControlAPIError {
-    var httpStatus: HTTPResponseStatus { .conflict }
-    var errorCode: String { "scenario-step" }
+    var errorCode: ErrorCode { .scenarioStep }
 }

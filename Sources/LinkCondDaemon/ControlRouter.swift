@@ -43,7 +43,7 @@ struct ControlRouter: Sendable {
         do {
             let call = try APICall.parse(request, faultInjection: faults != nil)
             if metricsOnly, call != .metrics {
-                throw ControlError(.notFound, code: "not-found", message: "this address serves GET \(APIPath.metrics) alone; the rest of the API is on the control socket")
+                throw ControlError(.notFound, "this address serves GET \(APIPath.metrics) alone; the rest of the API is on the control socket")
             }
             if call.changes {
                 try authorize(request.requester)
@@ -53,7 +53,7 @@ struct ControlRouter: Sendable {
             return .reply(error.reply)
         } catch {
             logger.error("unexpected error answering \(request.method) \(APICall.printable(request.path)): \(error)")
-            return .reply(ControlError(.internalServerError, code: "internal", message: "\(error)").reply)
+            return .reply(ControlError(.internal, "\(error)").reply)
         }
     }
 
@@ -144,7 +144,7 @@ struct ControlRouter: Sendable {
 
     private func authorize(_ requester: Requester) throws(ControlError) {
         guard authorizer.mayChange(requester) else {
-            throw ControlError(.forbidden, code: "forbidden", message: authorizer.refusal(for: requester))
+            throw ControlError(.forbidden, authorizer.refusal(for: requester))
         }
     }
 }

@@ -138,7 +138,7 @@ package struct ControlServer: Sendable {
     /// user it is `countedAs` has too many open.
     private func admit(_ channel: any Channel, peer: PeerCredentials, countedAs uid: UInt32) -> Accepted {
         if let refusal = peer == .unknown ? "the peer's credentials cannot be read" : limiter.admit(uid: uid) {
-            let reply = ControlError(.serviceUnavailable, code: "too-many-connections", message: "\(refusal); close some and retry").reply
+            let reply = ControlError(.tooManyConnections, "\(refusal); close some and retry").reply
             channel.writeAndFlush(ByteBuffer(bytes: ConnectionGuard.encode(reply))).whenComplete { _ in channel.close(promise: nil) }
             return Accepted(channel: channel, peer: peer, connection: nil)
         }
@@ -198,7 +198,7 @@ package struct ControlServer: Sendable {
                 while let request = try await nextRequest(from: &parts) {
                     let head = request.head
                     let route: Route = request.tooLarge
-                        ? .reply(ControlError(.payloadTooLarge, code: "payload-too-large", message: "request bodies are limited to \(limits.maximumBodyBytes) bytes").reply)
+                        ? .reply(ControlError(.payloadTooLarge, "request bodies are limited to \(limits.maximumBodyBytes) bytes").reply)
                         : await router.route(ControlRequest(method: head.method, uri: head.uri, body: request.body, requester: requester))
                     switch route {
                     case .reply(let reply):
@@ -275,7 +275,7 @@ package struct ControlServer: Sendable {
             )
         } catch {
             let reply = (error as? any ControlAPIError)?.reply
-                ?? ControlError(.internalServerError, code: "internal", message: "\(error)").reply
+                ?? ControlError(.internal, "\(error)").reply
             try await outbound.write(contentsOf: ConnectionGuard.parts(of: reply, closing: true))
             return
         }

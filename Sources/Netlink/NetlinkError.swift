@@ -3,21 +3,20 @@ import CNetlink
 /// A refusal from libnl or the kernel, naming the object and the operation it concerned.
 public struct NetlinkError: Error, Sendable, CustomStringConvertible {
     /// Stable classification of the failure; callers branch on this, never on the text.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public var description: String { rawValue }
-
-        public static let notPermitted = Code(rawValue: "not-permitted")
-        public static let noSuchDevice = Code(rawValue: "no-such-device")
-        public static let exists = Code(rawValue: "exists")
-        public static let notFound = Code(rawValue: "not-found")
-        public static let unsupported = Code(rawValue: "unsupported")
-        public static let invalid = Code(rawValue: "invalid")
-        public static let busy = Code(rawValue: "busy")
-        public static let socket = Code(rawValue: "socket")
+    public enum Code: String, Sendable, CustomStringConvertible {
+        case notPermitted = "not-permitted"
+        case noSuchDevice = "no-such-device"
+        case exists
+        case notFound = "not-found"
+        case unsupported
+        case invalid
+        case busy
+        case socket
         /// The network namespace a condition was made in is gone (or its name now means another).
-        public static let namespaceGone = Code(rawValue: "namespace-gone")
-        public static let other = Code(rawValue: "other")
+        case namespaceGone = "namespace-gone"
+        case other
+
+        public var description: String { rawValue }
     }
 
     public var code: Code

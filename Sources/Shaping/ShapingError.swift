@@ -2,18 +2,17 @@ import Netlink
 
 /// Why a condition could not be applied, switched or removed, in terms a user can act on.
 public struct ShapingError: Error, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public var description: String { rawValue }
-
-        public static let interfaceMissing = Code(rawValue: "interface-missing")
-        public static let foreignQdisc = Code(rawValue: "foreign-qdisc")
-        public static let ifbNameTaken = Code(rawValue: "ifb-name-taken")
-        public static let missingKernelModule = Code(rawValue: "missing-kernel-module")
-        public static let notPermitted = Code(rawValue: "not-permitted")
-        public static let kernelRefused = Code(rawValue: "kernel-refused")
+    public enum Code: String, Sendable, CustomStringConvertible {
+        case interfaceMissing = "interface-missing"
+        case foreignQdisc = "foreign-qdisc"
+        case ifbNameTaken = "ifb-name-taken"
+        case missingKernelModule = "missing-kernel-module"
+        case notPermitted = "not-permitted"
+        case kernelRefused = "kernel-refused"
         /// The network namespace of the condition's interface is gone.
-        public static let namespaceGone = Code(rawValue: "namespace-gone")
+        case namespaceGone = "namespace-gone"
+
+        public var description: String { rawValue }
     }
 
     public var code: Code

@@ -102,14 +102,14 @@ struct DocumentJSONTests {
 
     @Test("ErrorResponse with suggestions")
     func errorWithSuggestions() throws {
-        let error = ErrorResponse(code: "unknown-profile", message: "no profile named 'slow nte'", suggestions: ["Slow Net"])
+        let error = ErrorResponse(code: .unknownProfile, message: "no profile named 'slow nte'", suggestions: ["Slow Net"])
         #expect(try jsonText(error) ==
             #"{"error":{"code":"unknown-profile","message":"no profile named 'slow nte'","suggestions":["Slow Net"]}}"#)
     }
 
     @Test("ErrorResponse without suggestions leaves them out")
     func errorWithoutSuggestions() throws {
-        let error = ErrorResponse(code: "foreign-qdisc", message: "eth0 has a qdisc linkcond did not create")
+        let error = ErrorResponse(code: .foreignQdisc, message: "eth0 has a qdisc linkcond did not create")
         #expect(try jsonText(error) ==
             #"{"error":{"code":"foreign-qdisc","message":"eth0 has a qdisc linkcond did not create"}}"#)
         #expect(error.error.suggestions == nil)
@@ -155,7 +155,7 @@ struct DocumentJSONTests {
             problems: [ProfileProblem(code: "syntax", file: "f", line: 0, field: "", message: "m")]
         )
         #expect(try decoder.decode(ProfileListResponse.self, from: encoder.encode(list)) == list)
-        let error = ErrorResponse(code: "c", message: "m", suggestions: [])
+        let error = ErrorResponse(code: .internal, message: "m", suggestions: [])
         #expect(try decoder.decode(ErrorResponse.self, from: encoder.encode(error)) == error)
         let request = ActivateRequest(profile: "WiFi 802.11ac", replaceForeign: false)
         #expect(try decoder.decode(ActivateRequest.self, from: encoder.encode(request)) == request)

@@ -46,13 +46,32 @@ struct HistoryFileTests {
         let file = directory.appendingPathComponent("history.jsonl")
         var history = ConditionHistory(file: file)
         for index in 0...ConditionHistory.fileLimit {
-            history.record(HistoryEntryDocument(time: "t\(index)", from: "off", to: "Slow Net", reason: "activate", requester: nil, detail: nil))
+            history.record(HistoryRecord(time: "t\(index)", from: "off", to: "Slow Net", reason: "activate", requester: nil, detail: nil))
         }
         let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
         #expect(lines.count <= ConditionHistory.fileLimit)
         #expect(history.recent(1).first?.time == "t\(ConditionHistory.fileLimit)")
         let reopened = ConditionHistory(file: file)
         #expect(reopened.recent(ConditionHistory.kept).map(\.time) == history.recent(ConditionHistory.kept).map(\.time))
+    }
+
+    @Test("A history file the daemon wrote when its lines were the API's documents reads without loss")
+    func readsLinesWrittenAsDocuments() throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("history.jsonl")
+        let written = [
+            HistoryEntryDocument(
+                time: "2026-11-27T09:00:00Z", condition: "eth0@10.0.0.5:443", from: "off", to: "Slow Net", reason: "lease",
+                requester: HolderDocument(uid: 1000, user: "alice", pid: 4242, command: "pytest -k offline"), detail: "lease 30s"
+            ),
+            HistoryEntryDocument(time: "2026-11-27T09:00:30Z", from: "Slow Net", to: "off", reason: "lease-expired", requester: nil, detail: nil),
+        ]
+        let encoder = JSONEncoder()
+        let text = try written.map { String(decoding: try encoder.encode($0), as: UTF8.self) + "\n" }.joined()
+        try Data(text.utf8).write(to: file)
+        let read = ConditionHistory(file: file).recent(10)
+        #expect(read.map(HistoryEntryDocument.init) == written)
     }
 }
 
