@@ -86,14 +86,38 @@ let package = Package(
         .target(name: "LinkCondTesting", dependencies: ["LinkCondClient"]),
         // `try await withNetworkCondition("Slow Net") { … }` in an XCTestCase.
         .target(name: "LinkCondXCTest", dependencies: ["LinkCondClient"]),
-        // The daemon: condition state, control server, lifecycle.
+        // The daemon's domain: conditions, their policy and leases, the registry, recovery and
+        // persistence, scenario and trace players, sandboxes. No HTTP, no sockets of its own.
         .target(
-            name: "LinkCondDaemon",
+            name: "Conditions",
             dependencies: [
-                "ControlAPI", "IPAddressText", "Netlink", "Profiles", "Shaping", "Sandboxes", "CMalloc", "CSignalPipe", "CSocketOwner",
+                "ControlAPI", "IPAddressText", "Netlink", "Profiles", "Shaping", "Sandboxes",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The control API over HTTP: the server and its connection guard, request parsing, the
+        // router, the error vocabulary's statuses, the metrics text.
+        .target(
+            name: "ControlHTTP",
+            dependencies: [
+                "Conditions", "ControlAPI", "IPAddressText", "Netlink", "Profiles", "Sandboxes", "Shaping", "CMalloc", "CSocketOwner",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The daemon as a service: wiring the domain to the server, and the OS plumbing (signals,
+        // systemd's notifications, huge pages, the allocator, the log format).
+        .target(
+            name: "LinkCondDaemon",
+            dependencies: [
+                "Conditions", "ControlHTTP", "ControlAPI", "Netlink", "Profiles", "Shaping", "Sandboxes", "CMalloc", "CSignalPipe",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -101,7 +125,7 @@ let package = Package(
         .executableTarget(
             name: "linkcondd",
             dependencies: [
-                "LinkCondDaemon", "HostFacts", "ControlAPI", "Sandboxes", "CGlobalExecutorHooks",
+                "LinkCondDaemon", "Conditions", "ControlHTTP", "HostFacts", "ControlAPI", "Sandboxes", "CGlobalExecutorHooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -109,7 +133,7 @@ let package = Package(
         .executableTarget(
             name: "linkcond-bench",
             dependencies: [
-                "ControlAPI", "LinkCondClient", "LinkCondDaemon", "Netlink", "Profiles", "Sandboxes", "Shaping", "ShapingTestSupport",
+                "ControlAPI", "LinkCondClient", "LinkCondDaemon", "Conditions", "ControlHTTP", "Netlink", "Profiles", "Sandboxes", "Shaping", "ShapingTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -144,7 +168,7 @@ let package = Package(
         .testTarget(
             name: "LinkCondDaemonTests",
             dependencies: [
-                "LinkCondDaemon", "LinkCondClient", "LinkCondTesting", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport", "HostFacts", "Sandboxes", "Netlink",
+                "LinkCondDaemon", "Conditions", "ControlHTTP", "LinkCondClient", "LinkCondTesting", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport", "HostFacts", "Sandboxes", "Netlink",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -159,7 +183,7 @@ let package = Package(
         .target(
             name: "LinkCondFuzzTargets",
             dependencies: [
-                "LinkCondDaemon", "Profiles", "ControlAPI",
+                "Conditions", "ControlHTTP", "Profiles", "ControlAPI",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,5 +1,7 @@
 import LinkCondClient
 import Foundation
+import Conditions
+import ControlHTTP
 import LinkCondDaemon
 import Logging
 import NIOPosix

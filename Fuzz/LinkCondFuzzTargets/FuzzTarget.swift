@@ -4,7 +4,8 @@ import FoundationEssentials
 import Foundation
 #endif
 import ControlAPI
-import LinkCondDaemon
+import Conditions
+import ControlHTTP
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1

@@ -1,4 +1,6 @@
 #if canImport(FoundationEssentials)
+import Conditions
+import ControlHTTP
 import FoundationEssentials
 #else
 import Foundation

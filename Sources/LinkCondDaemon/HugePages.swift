@@ -1,3 +1,5 @@
+import Conditions
+import ControlHTTP
 import CMalloc
 
 /// Keeps the daemon's memory in small pages. A kernel that hands out transparent huge pages

@@ -1,3 +1,5 @@
+import Conditions
+import ControlHTTP
 import ControlAPI
 import Logging
 import NIOCore
@@ -90,7 +92,7 @@ public struct LinkCondDaemon: Service {
         )
         try await conditioner.recover()
         let router = ControlRouter(
-            conditioner: conditioner, authorizer: authorizer, faults: faults, hostNames: HostNameResolver(timerLoop: group.next())
+            conditioner: conditioner, authorizer: authorizer, faults: faults, hostNames: HostNameResolver.system(timerLoop: group.next())
         )
         self.server = ControlServer(socket: configuration.socket, router: router, group: group, logger: logger)
         self.metricsServer = configuration.metricsListen.map { address in

@@ -1,3 +1,5 @@
+import Conditions
+import ControlHTTP
 import CSignalPipe
 import Glibc
 import NIOCore

@@ -5,6 +5,8 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Conditions
+import ControlHTTP
 import LinkCondDaemon
 import HostFacts
 import Logging

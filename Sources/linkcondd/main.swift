@@ -1,3 +1,5 @@
+import Conditions
+import ControlHTTP
 import LinkCondDaemon
 import NIOCore
 import NIOPosix

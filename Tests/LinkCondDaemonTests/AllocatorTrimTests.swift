@@ -1,3 +1,5 @@
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import Synchronization
 import Testing

@@ -1,5 +1,7 @@
 import ControlAPI
 import Foundation
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import Netlink
 import NIOHTTP1
@@ -193,7 +195,7 @@ struct ConditionSetTests {
         #expect(await second.conditionList().conditions.map(\.id) == ["eth0"])
         #expect(kernel.devices["lc-eth1"] == nil)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("eth1") }.isEmpty)
-        #expect(await second.history(limit: 5).entries.last?.condition == "eth1")
+        #expect(await second.history(limit: 5).last?.condition == "eth1")
     }
 
     @Test("off --all is refused as a whole while another user holds a lease anywhere; --force ends them all")

@@ -1,6 +1,8 @@
 import ControlAPI
 import Foundation
 import Glibc
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import Netlink
 import NIOCore
@@ -104,7 +106,7 @@ struct LeaseTests {
         #expect(after.profile?.name == "Slow Net")
         #expect(after.lease == nil)
         #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
-        let reasons = await conditioner.history(limit: 10).entries.map(\.reason)
+        let reasons = await conditioner.history(limit: 10).map(\.reason)
         #expect(reasons == ["activate", "lease", "lease-expired"])
     }
 
@@ -173,13 +175,13 @@ struct LeaseTests {
         #expect(events.all.map(\.reason) == [.shutdown])
         #expect(events.all.first?.status.active == false)
         #expect(kernel.fullState == pristine)
-        let last = try #require(await conditioner.history(limit: 1).entries.last)
+        let last = try #require(await conditioner.history(limit: 1).last)
         #expect(last.reason == "shutdown")
         #expect(last.detail?.contains("ended the lease on 'Nasty Net' held by uid 1000") == true)
         // The connection's end comes after the shutdown: it finds nothing to release, and
         // records nothing more.
         #expect(await conditioner.release(LeaseTicket(condition: ConditionID(interface: "eth0"), leaseID: 1)) == nil)
-        #expect(await conditioner.history(limit: 1).entries.last?.reason == "shutdown")
+        #expect(await conditioner.history(limit: 1).last?.reason == "shutdown")
         await #expect(throws: DaemonStoppingError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.root) }
     }
 
@@ -457,7 +459,7 @@ struct ReloadTests {
         let changed = await conditioner.reload(by: TestDaemon.alice)
         #expect(changed.reapplied)
         #expect(changed.status.profile?.downlink.delay == "250ms")
-        let logged = await conditioner.history(limit: 1).entries.last
+        let logged = await conditioner.history(limit: 1).last
         #expect(logged?.reason == "reload")
         #expect(logged?.requester?.uid == TestDaemon.alice.uid)
         #expect(logged?.requester?.command == "pytest -k offline")
@@ -493,7 +495,7 @@ struct ReloadTests {
         let conditioner = TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0"]), historyFile: file)
         _ = try await conditioner.activate("Slow Net", by: TestDaemon.alice)
         _ = try await conditioner.deactivate(by: TestDaemon.root)
-        let entries = await TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0"]), historyFile: file).history(limit: 10).entries
+        let entries = await TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0"]), historyFile: file).history(limit: 10)
         #expect(entries.map(\.reason) == ["activate", "off"])
         #expect(entries[0].from == "off")
         #expect(entries[0].to == "Slow Net")

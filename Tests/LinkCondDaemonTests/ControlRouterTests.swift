@@ -1,6 +1,8 @@
 import ControlAPI
 import Foundation
 import Glibc
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import NIOHTTP1
 import NIOPosix

@@ -1,4 +1,6 @@
 import Glibc
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import ShapingTestSupport
 import Testing

@@ -2,6 +2,8 @@ import ControlAPI
 import LinkCondClient
 import Foundation
 import Glibc
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import NIOPosix
 import Profiles

@@ -1,5 +1,7 @@
 import ControlAPI
 import Foundation
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import Testing
 

@@ -1,6 +1,8 @@
 import ControlAPI
 import Foundation
 import Glibc
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import NIOHTTP1
 import Profiles
@@ -210,7 +212,7 @@ struct MatchConditionTests {
         let list = await second.conditionList()
         #expect(list.conditions.map(\.id) == ["eth0", "eth0@10.0.0.5:443", "eth0@[2001:db8::1]:53/udp"])
         #expect(list.conditions.map { $0.profile?.name } == ["Slow Net", "100% Loss", "Slow Net"])
-        let startup = await second.history(limit: 10).entries.filter { $0.reason == "startup" }
+        let startup = await second.history(limit: 10).filter { $0.reason == "startup" }
         #expect(Set(startup.compactMap(\.condition)) == ["eth0", "eth0@10.0.0.5:443", "eth0@[2001:db8::1]:53/udp"])
         #expect(startup.allSatisfy { $0.detail?.contains("re-adopted") == true })
 
@@ -310,7 +312,7 @@ struct MatchConditionTests {
         let second = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
         try await second.recover()
         #expect(Self.canonicalState(kernel) == before)
-        let readopted = await second.history(limit: 10).entries
+        let readopted = await second.history(limit: 10)
         #expect(readopted.map(\.condition) == ["eth0@10.0.0.5:443"])
         #expect(readopted.last?.detail?.contains("re-adopted") == true)
 

@@ -1,6 +1,8 @@
 import ControlAPI
 import Foundation
 import Logging
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import NIOHTTP1
 import Profiles
@@ -110,7 +112,7 @@ struct NamespaceConditionTests {
         #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
         #expect(events.all.map(\.reason) == [.namespaceEnded])
         #expect(!StateStore.storedConditions(in: directory.path).contains(Self.container))
-        let last = try #require(await conditioner.history(limit: 1).entries.first)
+        let last = try #require(await conditioner.history(limit: 1).first)
         #expect(last.condition == "pid/4242/eth0" && last.reason == "namespace-ended" && last.from == "Slow Net" && last.to == "off")
     }
 
@@ -126,7 +128,7 @@ struct NamespaceConditionTests {
         namespaces.remove(at: Self.containerPath)
         #expect(await conditioner.endConditionsInVanishedNamespaces() == [Self.container])
         #expect(try TestDaemon.conditionInKernel(inside) == nil, "nothing of linkcond's left in the living namespace")
-        let last = try #require(await conditioner.history(limit: 1).entries.first)
+        let last = try #require(await conditioner.history(limit: 1).first)
         #expect(last.reason == "namespace-ended" && (last.detail ?? "").contains("/proc/4300/ns/net"))
     }
 
@@ -188,7 +190,7 @@ struct NamespaceConditionTests {
         #expect(try TestDaemon.conditionInKernel(inside) == "Nasty Net")
         let stored = StateStore.storedConditions(in: directory.path)
         #expect(stored.contains(Self.container) && !stored.contains(other), "the ended one's state file went")
-        let entries = await second.history(limit: 5).entries
+        let entries = await second.history(limit: 5)
         #expect(entries.contains { $0.condition == "netns/gone/eth0" && $0.reason == "namespace-ended" })
     }
 

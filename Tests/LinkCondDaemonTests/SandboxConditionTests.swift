@@ -1,5 +1,7 @@
 import ControlAPI
 import Foundation
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import Netlink
 import Sandboxes
@@ -117,7 +119,7 @@ struct SandboxConditionTests {
         _ = await conditioner.release(held.lease)
         #expect(plumbing.calls.suffix(2) == ["tear down 0", "restore forwarding"])
         #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
-        #expect(await conditioner.history(limit: 10).entries.contains { $0.reason == "namespace-ended" && $0.condition == "pid/4343/eth0" })
+        #expect(await conditioner.history(limit: 10).contains { $0.reason == "namespace-ended" && $0.condition == "pid/4343/eth0" })
     }
 
     @Test("Two sandboxes at once get two numbers; a freed number is taken again")

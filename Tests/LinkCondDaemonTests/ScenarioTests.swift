@@ -1,5 +1,7 @@
 import ControlAPI
 import Foundation
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import Netlink
 import Profiles
@@ -63,7 +65,7 @@ struct ScenarioTests {
         #expect(try TestDaemon.conditionInKernel(kernel) == "100% Loss")
         // One tree, changed in place at each step.
         #expect(kernel.executed.filter { if case .createIFB = $0 { return true }; return false }.count == 1)
-        let entries = await conditioner.history(limit: 10).entries
+        let entries = await conditioner.history(limit: 10)
         #expect(entries.map(\.reason) == ["play", "scenario", "scenario", "scenario-end"])
         #expect(entries.map(\.to) == ["Slow Net", "Nasty Net", "100% Loss", "100% Loss"])
     }
@@ -80,7 +82,7 @@ struct ScenarioTests {
         Self.download(25_000, on: kernel)
         #expect(try await Self.waitFor(2) { await conditioner.status().scenario?.step == 2 })
         #expect(await conditioner.status().profile?.name == "100% Loss")
-        #expect(await conditioner.history(limit: 1).entries.first?.detail?.contains("after 20 KB of download (20000 bytes carried)") == true)
+        #expect(await conditioner.history(limit: 1).first?.detail?.contains("after 20 KB of download (20000 bytes carried)") == true)
     }
 
     @Test("linkcond next moves on; another change stops the scenario; next then says there is none")

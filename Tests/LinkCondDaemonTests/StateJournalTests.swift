@@ -1,5 +1,7 @@
 import ControlAPI
 import Foundation
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import Netlink
 import Profiles
@@ -118,7 +120,7 @@ struct WholeTreeRecoveryTests {
         try await restarted.recover()
         #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
         #expect(kernel.executed[stepsBefore...].contains { if case .createIFB = $0 { return true }; return false }, "rebuilt")
-        let history = await restarted.history(limit: 1).entries
+        let history = await restarted.history(limit: 1)
         #expect(history.last?.detail?.contains("rebuilt") == true)
     }
 

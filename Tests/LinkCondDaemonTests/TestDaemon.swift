@@ -1,6 +1,8 @@
 import ControlAPI
 import LinkCondClient
 import Foundation
+@testable import Conditions
+@testable import ControlHTTP
 @testable import LinkCondDaemon
 import Logging
 import NIOCore

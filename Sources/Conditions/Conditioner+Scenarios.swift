@@ -1,0 +1,273 @@
+import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import NIOCore
+import Profiles
+
+// Scenarios: a condition's profile changing step by step, each change in place and recorded.
+
+/// A scenario resolved and about to start: its schedule, first step and that step's profile.
+package struct ScenarioStart {
+    var entry: ScenarioEntry
+    var schedule: ScenarioSchedule
+    var play: ScenarioSchedule.Play
+    var profile: ProfileEntry
+}
+
+extension Conditioner {
+    /// The quickest a trigger is read again when the traffic is close to it, and the slowest
+    /// when it is far or nothing moves. Reading costs one netlink dump of the condition's tree.
+    static let fastestTriggerPoll = TimeAmount.milliseconds(5)
+    static let slowestTriggerPoll = TimeAmount.milliseconds(100)
+
+    public func scenarios() -> ScenarioListResponse {
+        ScenarioListResponse(
+            scenarios: scenarioCatalog.sortedEntries.map(ScenarioSummary.init),
+            problems: scenarioCatalog.problems.map(ProfileProblem.init)
+        )
+    }
+
+    /// Resolves a scenario and draws its first step; nothing changes yet.
+    package func scenarioStart(named name: String) throws -> ScenarioStart {
+        let entry = try scenarioCatalog.entry(named: name)
+        var schedule = ScenarioSchedule(entry.scenario, seed: entry.scenario.seed ?? Self.freshSeed())
+        guard let play = schedule.next() else { throw ScenarioStepError(scenario: entry.scenario.name, detail: "it has no steps") }
+        return ScenarioStart(entry: entry, schedule: schedule, play: play, profile: try stepProfile(play, of: entry))
+    }
+
+    /// A seed that survives JSON (at most 2^53), so that status shows it exactly.
+    private static func freshSeed() -> UInt64 {
+        UInt64.random(in: 0...(1 << 53))
+    }
+
+    /// The profile a step plays: one of the daemon's by name, as the catalog has it now, or
+    /// the step's own values (marked ad hoc, so reload leaves them alone).
+    private func stepProfile(_ play: ScenarioSchedule.Play, of entry: ScenarioEntry) throws -> ProfileEntry {
+        let step = entry.scenario.steps[play.index]
+        switch step.profile {
+        case .named(let name):
+            do {
+                return try catalog.entry(named: name)
+            } catch {
+                throw ScenarioStepError(scenario: entry.scenario.name, detail: "\(entry.file):\(step.line): step \(play.index + 1): \(error)")
+            }
+        case .inline(let profile):
+            return ProfileEntry(profile: profile, file: entry.file, stem: "")
+        }
+    }
+
+    /// Starts playing `start` on `condition`, whose policy already has the first step in force.
+    /// The schedule counts from `appliedAt`, when the kernel had the first step: writing the
+    /// history after it must not lengthen the step.
+    package func beginScenario(_ start: ScenarioStart, on condition: Condition, appliedAt: NIODeadline) {
+        let drives: ScenarioRun.Drives = condition.policy.lease.map { .lease($0.id) } ?? .baseline
+        condition.scenario = ScenarioRun(
+            entry: start.entry, schedule: start.schedule, play: start.play, drives: drives, stepSince: Date(),
+            plannedStart: appliedAt, generation: 0
+        )
+        logger.notice("scenario '\(start.entry.scenario.name)' plays on \(condition.id) (seed \(start.schedule.seed))")
+        armStep(condition)
+    }
+
+    /// `linkcond next`: the condition's scenario moves on now, whatever its step waits for.
+    public func next(on id: ConditionID? = nil, by requester: Requester) throws -> StatusResponse {
+        try checkRunning()
+        guard let condition = conditions[resolved(id)], let run = condition.scenario else {
+            throw NoScenarioError(condition: resolved(id).description, finished: false)
+        }
+        guard !run.finished else { throw NoScenarioError(condition: condition.id.description, finished: true) }
+        // A scenario in someone else's lease is theirs to move on (the test under `run`, as the same user).
+        try condition.policy.checkNoLease(against: requester, force: condition.policy.lease?.isHeld(by: requester) ?? true, now: now)
+        try advance(condition, cause: "after linkcond next", requester: requester)
+        return status(of: condition)
+    }
+
+    /// Ends the current step and starts the next one, in place; the last step's end finishes
+    /// the scenario and leaves its profile in force. A kernel refusal ends the scenario, with
+    /// the step that was in force kept.
+    package func advance(_ condition: Condition, cause: String, requester: Requester?, onSchedule: Bool = false) throws {
+        guard var run = condition.scenario, !run.finished else { return }
+        run.cancelTimers()
+        let ended = run.step.displayName
+        let plannedEnd = run.plannedEnd
+        guard let play = run.schedule.next() else {
+            run.finished = true
+            run.generation += 1
+            condition.scenario = run
+            logger.notice("scenario '\(run.scenario.name)' on \(condition.id) is over (\(cause)); '\(ended)' stays in force")
+            record(
+                condition, from: ended, to: condition.policy.effective?.profile.name ?? "off", reason: "scenario-end",
+                requester: requester, detail: "'\(run.scenario.name)' played out: the last step ended \(cause); its profile stays"
+            )
+            return
+        }
+        let previous = condition.policy.effective
+        do {
+            let profile = try stepProfile(play, of: run.entry)
+            var wanted = condition.policy
+            switch run.drives {
+            case .baseline:
+                wanted = wanted.wanting(baseline: profile, lease: wanted.lease, now: now)
+            case .lease(let id):
+                guard wanted.lease?.id == id else { throw ScenarioStepError(scenario: run.scenario.name, detail: "its lease ended") }
+                wanted.lease?.entry = profile
+            }
+            try converge(condition, to: wanted, replacingForeign: false, keepingScenario: true)
+        } catch {
+            logger.error("scenario '\(run.scenario.name)' on \(condition.id) stops at step \(run.play.index + 1): \(error)")
+            endScenario(condition)
+            throw error
+        }
+        run.begin(play, at: Date())
+        run.generation += 1
+        run.plannedStart = onSchedule ? (plannedEnd ?? .now()) : .now()
+        run.triggerBase = nil
+        run.triggerProgress = 0
+        run.lastPoll = nil
+        condition.scenario = run
+        let round = run.scenario.loops || run.scenario.repeatCount > 1 ? ", round \(play.round)" : ""
+        record(
+            condition, from: previous, reason: "scenario", requester: requester,
+            detail: "'\(run.scenario.name)' step \(play.index + 1) of \(run.scenario.steps.count)\(round) (\(run.step.displayName)), \(cause)"
+        )
+        armStep(condition)
+    }
+
+    /// Sets the current step's timer and, for a trigger, reads its counter now and starts polling.
+    private func armStep(_ condition: Condition) {
+        guard var run = condition.scenario else { return }
+        let ticket = ScenarioTicket(condition: condition.id, generation: run.generation)
+        if let end = run.plannedEnd {
+            run.stepTimer = eventLoop.scheduleTask(deadline: end) {
+                Task { await self.stepTimeUp(ticket) }
+            }
+        }
+        if let trigger = run.step.trigger {
+            run.triggerBase = triggerCount(trigger, on: condition)
+            run.lastPoll = (.now(), 0)
+            run.pollTimer = schedulePoll(ticket, in: Self.fastestTriggerPoll * 4)
+        }
+        condition.scenario = run
+    }
+
+    private func schedulePoll(_ ticket: ScenarioTicket, in delay: TimeAmount) -> Scheduled<Void> {
+        eventLoop.scheduleTask(in: delay) {
+            Task { await self.pollTrigger(ticket) }
+        }
+    }
+
+    /// The trigger's counter on the condition now: bytes or packets its direction carried.
+    private func triggerCount(_ trigger: StepTrigger, on condition: Condition) -> UInt64? {
+        guard let counters = condition.convergence.counters(of: [condition.slot])[condition.slot] else { return nil }
+        let direction = trigger.direction == .download ? counters.downlink : counters.uplink
+        return trigger.unit == .bytes ? direction.bytes : direction.packets
+    }
+
+    private func currentRun(_ ticket: ScenarioTicket) -> (Condition, ScenarioRun)? {
+        guard let condition = conditions[ticket.condition], let run = condition.scenario,
+              run.generation == ticket.generation, !run.finished, !stopping
+        else { return nil }
+        return (condition, run)
+    }
+
+    private func stepTimeUp(_ ticket: ScenarioTicket) {
+        guard let (condition, run) = currentRun(ticket), let milliseconds = run.play.milliseconds else { return }
+        try? advance(condition, cause: "after \(StepDuration.text(milliseconds))", requester: nil, onSchedule: true)
+    }
+
+    /// Reads the trigger's counter; the step ends once it reached its threshold, else the next
+    /// read comes sooner the closer the traffic is to it.
+    private func pollTrigger(_ ticket: ScenarioTicket) {
+        guard let (condition, run) = currentRun(ticket), let trigger = run.step.trigger else { return }
+        var updated = run
+        let now = NIODeadline.now()
+        guard let count = triggerCount(trigger, on: condition) else {
+            updated.pollTimer = schedulePoll(ticket, in: Self.slowestTriggerPoll)
+            condition.scenario = updated
+            return
+        }
+        // Objects made anew (the tree was rebuilt) count from zero again.
+        let base = min(run.triggerBase ?? count, count)
+        updated.triggerBase = base
+        updated.triggerProgress = count - base
+        if updated.triggerProgress >= trigger.threshold {
+            condition.scenario = updated
+            try? advance(condition, cause: "after \(trigger) (\(updated.triggerProgress) \(trigger.unit.rawValue) carried)", requester: nil)
+            return
+        }
+        var delay = Self.slowestTriggerPoll
+        if let last = run.lastPoll, now > last.at, updated.triggerProgress > last.progress {
+            let perNanosecond = Double(updated.triggerProgress - last.progress) / Double((now - last.at).nanoseconds)
+            let untilThreshold = Double(trigger.threshold - updated.triggerProgress) / perNanosecond
+            delay = .nanoseconds(Int64(min(max(untilThreshold / 2, Double(Self.fastestTriggerPoll.nanoseconds)), Double(Self.slowestTriggerPoll.nanoseconds))))
+        }
+        updated.lastPoll = (now, updated.triggerProgress)
+        updated.pollTimer = schedulePoll(ticket, in: delay)
+        condition.scenario = updated
+    }
+
+    /// Stops the condition's scenario, if one plays; what is in force stays.
+    package func endScenario(_ condition: Condition) {
+        guard let run = condition.scenario else { return }
+        run.cancelTimers()
+        condition.scenario = nil
+        if !run.finished {
+            logger.notice("scenario '\(run.scenario.name)' on \(condition.id) stopped at step \(run.play.index + 1) of \(run.scenario.steps.count)")
+        }
+    }
+
+    package func scenarioDocument(_ condition: Condition) -> ScenarioStatusDocument? {
+        guard let run = condition.scenario else { return nil }
+        let now = Date()
+        let toTheMillisecond = { (seconds: Double) in (seconds * 1000).rounded() / 1000 }
+        var document = ScenarioStatusDocument(
+            name: run.scenario.name, file: run.entry.file, seed: run.schedule.seed, step: run.play.index + 1,
+            steps: run.scenario.steps.count, stepName: run.step.displayName, round: run.play.round,
+            stepSince: run.stepSince.formatted(.iso8601), secondsInStep: toTheMillisecond(run.secondsInStep(now: now)),
+            endsBy: run.endsBy, finished: run.finished,
+            timeInSteps: run.timeInSteps(now: now).map {
+                StepTimeDocument(step: $0.index + 1, name: run.scenario.steps[$0.index].displayName, seconds: toTheMillisecond($0.seconds))
+            }
+        )
+        if !run.finished, let end = run.plannedEnd {
+            document.secondsLeft = max(0, Double((end - .now()).nanoseconds) / 1e9)
+        }
+        if !run.finished, let trigger = run.step.trigger {
+            document.trigger = TriggerProgressDocument(
+                direction: trigger.direction.rawValue, unit: trigger.unit.rawValue, threshold: trigger.threshold, progress: run.triggerProgress
+            )
+        }
+        if !run.finished, run.schedule.hasNext {
+            var peek = run.schedule
+            document.next = peek.next().map { run.scenario.steps[$0.index].displayName }
+        }
+        return document
+    }
+}
+
+/// Names one step of a scenario on a condition, for its timers.
+package struct ScenarioTicket: Sendable {
+    var condition: ConditionID
+    var generation: UInt64
+}
+
+extension ScenarioSummary {
+    init(_ entry: ScenarioEntry) {
+        let scenario = entry.scenario
+        self.init(
+            name: scenario.name, description: scenario.description, file: entry.file,
+            steps: scenario.steps.map { step in
+                var text = step.displayName
+                if let duration = step.duration { text += " for \(duration)" }
+                if let trigger = step.trigger { text += (step.duration == nil ? " until " : " or until ") + trigger.description }
+                if step.waitsForNext { text += " until linkcond next" }
+                if step.repeatCount > 1 { text += ", \(step.repeatCount) times" }
+                return text
+            },
+            repeats: scenario.loops ? "loops" : scenario.repeatCount == 1 ? "once" : "\(scenario.repeatCount) times"
+        )
+    }
+}

@@ -1,0 +1,90 @@
+import ControlAPI
+import NIOCore
+import Profiles
+
+// Trace-driven links: a profile whose direction gives `trace:` plays its trace by changing the
+// direction's htb class rate in place, window by window, for as long as it is in force.
+
+extension Conditioner {
+    /// The profile the kernel should have for `profile` now: where its traces are when the same
+    /// profile already plays on the condition (a lease renewed, a scenario step that repeats
+    /// it), so that they go on from there, else their start.
+    package func pacedProfile(_ profile: Profile?, on condition: Condition) -> Profile? {
+        guard let profile, profile.isTraceDriven else { return profile }
+        if let playing = condition.trace, playing.profile == profile {
+            return profile.paced(at: playing.elapsedMilliseconds(at: .now())).profile
+        }
+        return profile.paced(at: 0).profile
+    }
+
+    /// Plays the condition's effective profile's traces, or stops playing when it has none. The
+    /// same profile playing goes on untouched; another starts from now, which should be right
+    /// after the kernel got its first window, so that the window lasts as long as the trace says.
+    package func followTraces(_ condition: Condition) {
+        let profile = condition.policy.effective?.profile
+        if let playing = condition.trace, playing.profile == profile { return }
+        stopTraces(condition)
+        guard let profile, profile.isTraceDriven else { return }
+        traceGenerations += 1
+        condition.trace = TracePlayback(profile: profile, started: .now(), generation: traceGenerations)
+        scheduleTraceChange(condition, after: profile.paced(at: 0).changesAtMilliseconds)
+    }
+
+    /// Stops the condition's trace playback, if any; the rate in force stays.
+    package func stopTraces(_ condition: Condition) {
+        condition.trace?.timer?.cancel()
+        condition.trace = nil
+    }
+
+    private func scheduleTraceChange(_ condition: Condition, after dueMilliseconds: Int?) {
+        guard let playback = condition.trace, let dueMilliseconds else { return }
+        let endsOutage = playback.profile.endsOutage(at: dueMilliseconds)
+        let ticket = TraceTicket(condition: condition.id, generation: playback.generation, dueMilliseconds: dueMilliseconds, endsOutage: endsOutage)
+        let early = playback.lead + (endsOutage ? TracePlayback.outageExitLead : .zero)
+        condition.trace?.timer = eventLoop.scheduleTask(deadline: playback.due(dueMilliseconds) - early) {
+            Task { await self.changeTraceRate(ticket) }
+        }
+    }
+
+    /// A window boundary: the link gets the traces' rate from now on. A refusal is logged and the
+    /// playback goes on: the next window may well be accepted.
+    private func changeTraceRate(_ ticket: TraceTicket) {
+        guard let condition = conditions[ticket.condition], let playback = condition.trace, playback.generation == ticket.generation else {
+            return
+        }
+        // A timer fired early, by the lead, still changes to the window it was set for.
+        let elapsed = max(playback.elapsedMilliseconds(at: .now()), ticket.dueMilliseconds)
+        let (paced, changesAt) = playback.profile.paced(at: elapsed)
+        do {
+            try condition.converge(to: paced, replacingForeign: false)
+            condition.trace?.appliedMilliseconds = elapsed
+            if !ticket.endsOutage {
+                condition.trace?.learnLead(changedAt: .now(), due: ticket.dueMilliseconds)
+            }
+            if playback.failing {
+                condition.trace?.failing = false
+                logger.notice("the trace of '\(playback.profile.name)' on \(condition.id) plays again, \(elapsed) ms into it")
+            }
+        } catch {
+            // Logged once for a run of refusals (a deleted interface refuses every window).
+            if !playback.failing {
+                condition.trace?.failing = true
+                logger.error("cannot change the rate of '\(playback.profile.name)' on \(condition.id) at \(elapsed) ms into its trace: \(error); trying again at each window")
+            }
+        }
+        scheduleTraceChange(condition, after: changesAt)
+    }
+
+    package func traceDocument(_ condition: Condition) -> TracePlaybackDocument? {
+        guard let playback = condition.trace else { return nil }
+        let elapsed = playback.elapsedMilliseconds(at: .now())
+        func rate(_ conditions: LinkConditions) -> TraceRateDocument? {
+            guard let pace = conditions.trace?.pace(at: elapsed) else { return nil }
+            return TraceRateDocument(capacity: pace.capacity.description, rate: pace.rate.description, changesAtMilliseconds: pace.endsAtMilliseconds)
+        }
+        return TracePlaybackDocument(
+            elapsedMilliseconds: elapsed, monotonicStartMilliseconds: Double(playback.started.uptimeNanoseconds / 1_000) / 1_000,
+            downlink: rate(playback.profile.downlink), uplink: rate(playback.profile.uplink)
+        )
+    }
+}

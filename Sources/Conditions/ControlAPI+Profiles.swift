@@ -1,0 +1,62 @@
+import ControlAPI
+import Profiles
+
+// Profiles in the API's documents: the same human units as the files.
+
+extension DirectionDocument {
+    init(_ conditions: LinkConditions) {
+        self.init(
+            bandwidth: conditions.bandwidth?.description,
+            delay: conditions.delay.description,
+            jitter: conditions.jitter.description,
+            loss: conditions.loss.description
+        )
+        let impairments = conditions.impairments
+        func given(_ rate: LossRate) -> String? { rate.isZero ? nil : rate.description }
+        jitterDistribution = impairments.jitterDistribution == .uniform ? nil : impairments.jitterDistribution.rawValue
+        jitterCorrelation = given(impairments.jitterCorrelation)
+        keepOrder = impairments.keepsOrder ? true : nil
+        lossCorrelation = given(impairments.lossCorrelation)
+        burstLoss = impairments.burstLoss.map { BurstLossDocument(average: $0.average.description, length: $0.meanBurstPackets) }
+        duplicate = given(impairments.duplicate)
+        duplicateCorrelation = given(impairments.duplicateCorrelation)
+        corrupt = given(impairments.corrupt)
+        corruptCorrelation = given(impairments.corruptCorrelation)
+        reorder = given(impairments.reorder)
+        reorderCorrelation = given(impairments.reorderCorrelation)
+        queue = impairments.queue?.description
+        trace = conditions.trace.map {
+            TraceDocument(
+                name: $0.name, file: $0.file, mean: $0.meanCapacity.roundedToThreeDigits.description,
+                peak: $0.peakCapacity.roundedToThreeDigits.description, periodMilliseconds: $0.periodMilliseconds
+            )
+        }
+    }
+}
+
+extension ProfileDocument {
+    init(_ entry: ProfileEntry) {
+        let profile = entry.profile
+        self.init(
+            name: profile.name,
+            description: profile.description,
+            file: entry.file,
+            downlink: DirectionDocument(profile.downlink),
+            uplink: DirectionDocument(profile.uplink),
+            dnsDelay: profile.dnsDelay.description,
+            summary: profile.summary
+        )
+    }
+}
+
+extension ProfileSummary {
+    init(_ entry: ProfileEntry) {
+        self.init(name: entry.profile.name, description: entry.profile.description, file: entry.file, summary: entry.profile.summary)
+    }
+}
+
+extension ProfileProblem {
+    package init(_ error: ProfileError) {
+        self.init(code: error.code.rawValue, file: error.file, line: error.line, field: error.field, message: error.message)
+    }
+}

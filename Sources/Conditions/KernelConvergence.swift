@@ -1,0 +1,209 @@
+import ControlAPI
+import Logging
+import Netlink
+import Profiles
+import Shaping
+
+/// Where in a target's tree a condition's objects are: the whole interface's classes, or the
+/// slot of a condition with a match, which fixes its class, leaf and filter handles.
+package enum ConditionSlot: Hashable {
+    case whole
+    case match(UInt16, PeerMatch)
+}
+
+/// Brings one target's tc tree to what its conditions want, or to nothing, and knows what
+/// the kernel has now. Shared by the conditions of one target (the whole interface and those
+/// with a match); the `Conditioner` calls it one change at a time, through the engine all
+/// targets in the daemon's network namespace share (a target in another namespace has an
+/// engine of its own, which enters that namespace).
+package final class KernelConvergence {
+    let target: ShapingTarget
+    let planner: Planner
+    private let engine: ShapingEngine
+    private let logger: Logger
+    /// The plan the kernel has now, `nil` when linkcond has nothing on the target.
+    private(set) var applied: TrafficPlan?
+    /// What `applied` was planned from.
+    private var whole: Profile?
+    private var matches: [UInt16: MatchedCondition] = [:]
+
+    /// How start-up found the kernel, for logs and history.
+    enum Recovery: Equatable {
+        /// Nothing to keep, nothing left.
+        case nothingToDo
+        /// Nothing to keep; an earlier daemon's tree was removed.
+        case removedLeftovers
+        /// The tree in the kernel was exactly the wanted one's: its values were rewritten.
+        case readopted
+        /// The tree was missing or incomplete; it was built anew (`deviations` says how it differed).
+        case rebuilt(deviations: [String])
+    }
+
+    init(target: ShapingTarget, planner: Planner, engine: ShapingEngine, logger: Logger) {
+        self.target = target
+        self.planner = planner
+        self.engine = engine
+        self.logger = logger
+    }
+
+    /// The profile in force in `slot`, `nil` when it has none.
+    func profile(in slot: ConditionSlot) -> Profile? {
+        switch slot {
+        case .whole: return whole
+        case .match(let number, _): return matches[number]?.profile
+        }
+    }
+
+    /// Whether some condition has objects in the tree.
+    var isInUse: Bool { applied != nil }
+
+    /// Builds, changes in place, or removes, so that `slot` has `profile`'s objects and every
+    /// other slot keeps its own.
+    ///
+    /// On failure the kernel is back where it was (the engine rolls back) and the error says why.
+    func converge(_ slot: ConditionSlot, to profile: Profile?, replacingForeign: Bool = false) throws(ShapingError) {
+        var nextWhole = whole
+        var nextMatches = matches
+        switch slot {
+        case .whole:
+            nextWhole = profile
+        case .match(let number, let match):
+            nextMatches[number] = profile.map { MatchedCondition(slot: number, match: match, profile: $0) }
+        }
+        let next: TrafficPlan?
+        var changeInPlace: (TrafficPlan, TrafficPlan) throws(ShapingError) -> Void = engine.change(from:to:)
+        // One peer's switch between profiles replaces its own objects in the applied plan: its
+        // cost stays flat however many other peers the target holds.
+        if case .match(let number, let match) = slot, let profile, let current = applied, matches[number] != nil,
+           let replaced = planner.replacingProfile(of: MatchedCondition(slot: number, match: match, profile: profile), in: current) {
+            next = replaced
+            let engine = self.engine
+            changeInPlace = { (current, next) throws(ShapingError) in try engine.changeSlot(number, from: current, to: next) }
+        } else {
+            next = planner.plan(on: target, whole: nextWhole, matches: Array(nextMatches.values))
+        }
+        switch (applied, next) {
+        case (nil, nil):
+            return
+        case (.some, nil):
+            try engine.remove(target)
+        case (nil, let plan?):
+            try engine.apply(plan, replacingForeign: replacingForeign)
+        case (let current?, let plan?):
+            do {
+                try changeInPlace(current, plan)
+            } catch {
+                guard try treeIsMissing(current, after: error) else { throw error }
+                logger.warning("linkcond's tree on \(target.interface) was changed behind its back; rebuilding it")
+                try engine.remove(target)
+                try engine.apply(plan, replacingForeign: replacingForeign)
+            }
+        }
+        applied = next
+        whole = nextWhole
+        matches = nextMatches
+    }
+
+    /// Start-up: re-adopts a tree that is exactly the wanted one (rewriting its values, which a
+    /// daemon killed halfway through a switch may have left mixed), and rebuilds or removes
+    /// anything less. `wanted` has every condition of the target that has a profile.
+    func recover(whole: Profile?, matches: [MatchedCondition]) throws(ShapingError) -> Recovery {
+        let survey = try engine.survey(target)
+        guard let plan = planner.plan(on: target, whole: whole, matches: matches) else {
+            guard survey.hasLinkcondObjects else { return .nothingToDo }
+            try engine.remove(target)
+            return .removedLeftovers
+        }
+        func adopt() {
+            applied = plan
+            self.whole = whole
+            self.matches = Dictionary(uniqueKeysWithValues: matches.map { ($0.slot, $0) })
+        }
+        if survey.isComplete(for: plan) {
+            do {
+                try engine.rewrite(plan)
+                adopt()
+                return .readopted
+            } catch {
+                logger.warning("startup: cannot re-adopt the tree on \(target.interface) (\(error.message)); rebuilding it")
+            }
+        }
+        let deviations = survey.hasLinkcondObjects ? survey.deviations(from: plan) : []
+        try engine.remove(target)
+        try engine.apply(plan)
+        adopt()
+        return .rebuilt(deviations: deviations)
+    }
+
+    /// linkcond's qdiscs and classes on the interface and its IFB, with their counters; empty
+    /// when the kernel cannot be read.
+    func kernelObjects() -> [KernelObjectDocument] {
+        guard let survey = try? engine.survey(target) else { return [] }
+        func documents(_ device: String, qdiscs: [QdiscInfo], classes: [ClassInfo]) -> [KernelObjectDocument] {
+            let objects = qdiscs.filter { ReservedHandles.isLinkcondQdisc($0.handle) || $0.handle == ReservedHandles.ingress }.map { ("qdisc \($0.kind) \($0.handle) parent \($0.parent)", $0.statistics) }
+                + classes.filter { $0.handle.qdisc == ReservedHandles.root }.map { ("class \($0.kind) \($0.handle) parent \($0.parent)", $0.statistics) }
+            return objects.map { object, statistics in
+                let counters = statistics ?? .zero
+                return KernelObjectDocument(
+                    device: device, object: object, packets: counters.packets, bytes: counters.bytes, drops: counters.drops,
+                    overlimits: counters.overlimits, queuedPackets: counters.queuedPackets, queuedBytes: counters.queuedBytes
+                )
+            }
+        }
+        return documents(target.interface, qdiscs: survey.qdiscs, classes: survey.classes)
+            + documents(target.ifb, qdiscs: survey.ifbQdiscs, classes: survey.ifbClasses)
+    }
+
+    /// The counters of each slot's leaves and of the queues below them, summed per direction,
+    /// from one survey of the target: the whole interface's bulk and DNS leaves, or a matched
+    /// condition's own leaf. A slot without a profile has none.
+    func counters(of slots: [ConditionSlot]) -> [ConditionSlot: (uplink: DirectionCounters, downlink: DirectionCounters)] {
+        let wanted = slots.filter { profile(in: $0) != nil }
+        guard !wanted.isEmpty, let survey = try? engine.survey(target) else { return [:] }
+        func byHandle(_ qdiscs: [QdiscInfo]) -> [TrafficControlHandle: TrafficStatistics] {
+            Dictionary(qdiscs.compactMap { qdisc in qdisc.statistics.map { (qdisc.handle, $0) } }, uniquingKeysWith: +)
+        }
+        func direction(_ leaves: [TrafficControlHandle], in statistics: [TrafficControlHandle: TrafficStatistics]) -> DirectionCounters {
+            DirectionCounters(
+                leaves: leaves.compactMap { statistics[$0] }.reduce(.zero, +),
+                queueDrops: leaves.compactMap { ReservedHandles.queue(below: $0).flatMap { statistics[$0]?.drops } }.reduce(0, +)
+            )
+        }
+        let (uplink, downlink) = (byHandle(survey.qdiscs), byHandle(survey.ifbQdiscs))
+        var counters: [ConditionSlot: (uplink: DirectionCounters, downlink: DirectionCounters)] = [:]
+        for slot in wanted {
+            let leaves: [TrafficControlHandle] = switch slot {
+            case .whole: [ReservedHandles.bulkLeaf, ReservedHandles.dnsLeaf]
+            case .match(let number, _): [ReservedHandles.matchLeaf(number)]
+            }
+            counters[slot] = (direction(leaves, in: uplink), direction(leaves, in: downlink))
+        }
+        return counters
+    }
+
+    /// What the kernel has on the target now.
+    func survey() throws(ShapingError) -> KernelSurvey {
+        try engine.survey(target)
+    }
+
+    /// Forgets the applied tree without touching the kernel: its namespace, and every object
+    /// in it, is gone.
+    func forget() {
+        applied = nil
+        whole = nil
+        matches = [:]
+    }
+
+    /// Removes every linkcond object from the target, whatever this daemon believes it applied.
+    func removeAll() throws(ShapingError) {
+        forget()
+        try engine.remove(target)
+    }
+
+    /// Whether a failed switch failed because the tree is no longer what was applied (deleted
+    /// by hand, or the interface was recreated), which a rebuild can fix.
+    private func treeIsMissing(_ plan: TrafficPlan, after error: ShapingError) throws(ShapingError) -> Bool {
+        guard error.netlink?.code == .notFound || error.netlink?.code == .noSuchDevice else { return false }
+        return try !engine.survey(target).isComplete(for: plan)
+    }
+}

@@ -1,0 +1,85 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import NIOCore
+import Profiles
+
+/// A scenario playing on one condition: where it is, and the timers that end the current step.
+///
+/// It drives either the condition's baseline (`linkcond play`) or one lease
+/// (`play --for`, `run --scenario`); any other change to the condition ends it.
+package struct ScenarioRun {
+    enum Drives: Equatable {
+        case baseline
+        case lease(UInt64)
+    }
+
+    let entry: ScenarioEntry
+    var schedule: ScenarioSchedule
+    /// The step playing now.
+    var play: ScenarioSchedule.Play
+    var drives: Drives
+    /// When the step began, for people; `plannedStart` is when it should have, for the clock.
+    var stepSince: Date
+    /// Seconds each step (by its index) was in force before the current step began.
+    var secondsInEarlierSteps: [Int: Double] = [:]
+    /// A timed step's end is reckoned from here, so that late starts do not add up over a
+    /// long scenario: a step after a timed one is planned to start when that one was planned to end.
+    var plannedStart: NIODeadline
+    /// The trigger's counter (bytes or packets in its direction) when the step began, and the
+    /// last reading since: the progress is their difference.
+    var triggerBase: UInt64?
+    var triggerProgress: UInt64 = 0
+    var lastPoll: (at: NIODeadline, progress: UInt64)?
+    /// The last step has played: its profile stays in force, nothing more happens.
+    var finished = false
+    /// Changes with every step, so that a timer of an earlier step finds it changed and does nothing.
+    var generation: UInt64
+    var stepTimer: Scheduled<Void>?
+    var pollTimer: Scheduled<Void>?
+
+    var scenario: Scenario { entry.scenario }
+    var step: ScenarioStep { scenario.steps[play.index] }
+
+    /// When a timed step ends.
+    var plannedEnd: NIODeadline? {
+        play.milliseconds.map { plannedStart + .milliseconds($0) }
+    }
+
+    func secondsInStep(now: Date) -> Double {
+        max(0, now.timeIntervalSince(stepSince))
+    }
+
+    /// Each step's time in force, the current step's so far included, in the list's order.
+    func timeInSteps(now: Date) -> [(index: Int, seconds: Double)] {
+        var seconds = secondsInEarlierSteps
+        seconds[play.index, default: 0] += secondsInStep(now: now)
+        return seconds.sorted { $0.key < $1.key }.map { (index: $0.key, seconds: $0.value) }
+    }
+
+    /// The current step ends now and `next` begins.
+    mutating func begin(_ next: ScenarioSchedule.Play, at now: Date) {
+        secondsInEarlierSteps[play.index, default: 0] += secondsInStep(now: now)
+        play = next
+        stepSince = now
+    }
+
+    func cancelTimers() {
+        stepTimer?.cancel()
+        pollTimer?.cancel()
+    }
+
+    /// What ends the current step, in words.
+    var endsBy: String {
+        if finished { return "nothing: the scenario is over" }
+        var ways: [String] = []
+        if let milliseconds = play.milliseconds { ways.append("after \(StepDuration.text(milliseconds))") }
+        if let trigger = step.trigger { ways.append("after \(trigger)") }
+        if ways.isEmpty {
+            return schedule.hasNext ? "linkcond next" : "nothing: the last step lasts until the condition changes"
+        }
+        return ways.joined(separator: " or ") + (schedule.hasNext ? "" : " (the last step)")
+    }
+}

@@ -1,0 +1,64 @@
+import ControlAPI
+import NIOCore
+import Profiles
+
+/// A trace-driven profile playing on one condition: when its traces began, and the timer that
+/// changes the link's rate next.
+///
+/// The rate is reckoned from `started` every time, never from the last change, so that a timer
+/// that fires late delays one change without shifting the ones after it.
+package struct TracePlayback {
+    /// The profile as its file has it (traces, no rates): what plays.
+    let profile: Profile
+    let started: NIODeadline
+    /// Changes with every playback, so that a timer of an earlier one finds it changed and does nothing.
+    let generation: UInt64
+    var timer: Scheduled<Void>?
+    /// How much before a window's boundary its change starts: what the changes before took from
+    /// their timer to the kernel having the rate (a timer's latency, a netlink round trip), so
+    /// that the kernel changes on the boundary, not that much after it. Learnt as the trace plays.
+    private(set) var lead = TimeAmount.zero
+    /// How far into the traces the kernel has been changed: a change made a lead before its
+    /// boundary is already in force, and the window before it must not come back.
+    var appliedMilliseconds = 0
+    /// Whether the last change was refused: the next refusal is not logged again.
+    var failing = false
+
+    /// The most lead there is.
+    static let longestLead = TimeAmount.milliseconds(50)
+    /// How much earlier still an outage's end is changed. Its first packet owes until the
+    /// outage's end: a rate changed a little early is not used until then, where one changed a
+    /// little late lets another packet through at the outage's rate, which owes a window more.
+    static let outageExitLead = TimeAmount.milliseconds(30)
+    /// The most the lead grows by in one change: one change held up once is not the rule.
+    static let leadGrowth = TimeAmount.milliseconds(5)
+
+    /// Milliseconds into the traces at `now`, or where the kernel already is when that is later.
+    func elapsedMilliseconds(at now: NIODeadline) -> Int {
+        max(Int(max((now - started).nanoseconds, 0) / 1_000_000), appliedMilliseconds)
+    }
+
+    /// When a window boundary is due.
+    func due(_ milliseconds: Int) -> NIODeadline {
+        started + .milliseconds(Int64(milliseconds))
+    }
+
+    /// Moves the lead half the way to what would have put the change that ended at `changedAt`
+    /// on its boundary, growing by at most `leadGrowth`: early changes shorten it, late ones
+    /// lengthen it.
+    mutating func learnLead(changedAt: NIODeadline, due milliseconds: Int) {
+        let late = (changedAt - due(milliseconds)).nanoseconds
+        let lead = self.lead.nanoseconds + min(late / 2, Self.leadGrowth.nanoseconds)
+        self.lead = .nanoseconds(min(max(lead, 0), Self.longestLead.nanoseconds))
+    }
+}
+
+/// Names one scheduled change of one playback.
+package struct TraceTicket: Sendable {
+    var condition: ConditionID
+    var generation: UInt64
+    /// Where in the trace the change is due: a timer that fires a little early still makes it.
+    var dueMilliseconds: Int
+    /// The change ends an outage, and is made `TracePlayback.outageExitLead` early.
+    var endsOutage: Bool
+}
