@@ -33,7 +33,7 @@ PAGES = examples.pages()
 RUNNABLE_PAGES = [page for page in PAGES if examples.runnable(page)]
 QUICK_START = "Quick start"
 # One per page, two per page with examples, three for the quick start, four for the Swift example.
-CHECKS = 27
+CHECKS = 28
 
 WWW = "lc-www"
 SWIFT_EXAMPLE = REPO / "Examples" / "swift-testing" / ".build" / "debug" / "PageLoadExamplePackageTests.xctest"
