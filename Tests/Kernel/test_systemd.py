@@ -398,7 +398,9 @@ Restart=no
     stopped.reload()
     try:
         systemctl("start", "--no-block", SERVICE).ok()
-        status = answers()
+        # Asked until it answers: the start is queued (--no-block), and a connection before the
+        # socket unit listens is refused at once (a loaded host once lost that race).
+        status = wait_until(lambda: answers(10), 120, 0.5)
         first = prop("ActiveState")
         time.sleep(3)
         second = prop("ActiveState")
