@@ -287,23 +287,31 @@ def test_jitter_distribution(check, daemon, topo, probes, unshaped_oneway, distr
     90% against the table's, each way (40 ± 8 ms up, 50 ± 10 ms down). Tolerance: 0.5 ms (the
     timer, the table's steps) plus 4 standard errors of the sample quantile (0.1 to 2.1 ms):
     a 5 ms error fails at every quantile. One direction at a time, 250 packets a second: the
-    VM's one CPU then never falls behind the timers."""
+    VM's one CPU then never falls behind the timers. A direction whose checks fail is measured
+    once more (a fault fails both; the host holding the VM up now and then, 2.7 ms at the 90th
+    percentile in one CI run, does not come back)."""
     daemon.api.must(daemon.api.activate(f"LC {distribution.title()}"))
     for direction in DIRECTIONS:
-        got = streams(probes, host_of(topo, family), direction, count=TIMED_COUNT, rate=TIMED_RATE)[direction]
         delay, jitter = JITTER[direction]
-        # Packets the VM held while its host stopped it arrive late and together: left out, up to
-        # 10% (more, and the measurement is not the link's).
-        held = got.held_up()
-        check.true(f"jitter {distribution} {family} {direction}: every packet arrived, at most 10% held by the VM",
-                   got.received == got.sent and len(held) <= 0.1 * got.sent,
-                   f"{got.received} of {got.sent}, {len(held)} held", "all, <= 10% held")
-        for q in (0.1, 0.25, 0.5, 0.75, 0.9):
-            expected = jitter_quantile(distribution, delay, jitter, q)
-            tolerance = 0.5 + Z * jitter_quantile_error(distribution, jitter, q, got.received - len(held))
-            check.near(f"jitter {distribution} ({delay} ± {jitter} ms) {family} {direction}: quantile {q}",
-                       minus(got.quantile(q, held), unshaped_oneway[family, direction]), expected, round(tolerance, 2),
-                       why=f"0.5 ms + 4 standard errors; all packets: {minus(got.quantile(q), unshaped_oneway[family, direction]):.2f}")
+
+        def judge(check, got):
+            # Packets the VM held while its host stopped it arrive late and together: left out,
+            # up to 10% (more, and the measurement is not the link's).
+            held = got.held_up()
+            check.true(f"jitter {distribution} {family} {direction}: every packet arrived, at most 10% held by the VM",
+                       got.received == got.sent and len(held) <= 0.1 * got.sent,
+                       f"{got.received} of {got.sent}, {len(held)} held", "all, <= 10% held")
+            for q in (0.1, 0.25, 0.5, 0.75, 0.9):
+                expected = jitter_quantile(distribution, delay, jitter, q)
+                tolerance = 0.5 + Z * jitter_quantile_error(distribution, jitter, q, got.received - len(held))
+                check.near(f"jitter {distribution} ({delay} ± {jitter} ms) {family} {direction}: quantile {q}",
+                           minus(got.quantile(q, held), unshaped_oneway[family, direction]), expected,
+                           round(tolerance, 2), why="0.5 ms + 4 standard errors; all packets: "
+                           f"{minus(got.quantile(q), unshaped_oneway[family, direction]):.2f}")
+
+        check.judged_once_more(
+            lambda: streams(probes, host_of(topo, family), direction, count=TIMED_COUNT, rate=TIMED_RATE)[direction],
+            judge)
 
 
 @pytest.mark.timed
@@ -312,17 +320,22 @@ def test_jitter_distribution(check, daemon, topo, probes, unshaped_oneway, distr
 def test_keep_order_delays(check, daemon, topo, probes, unshaped_oneway, family):
     """keep-order holds each packet behind the one before it, so the delays bunch upwards: the
     quartiles against netem's in-order line simulated on the stream's own send times (the
-    simulations' spread, plus 1 ms)."""
+    simulations' spread, plus 1 ms); a direction whose checks fail, measured once more."""
     daemon.api.must(daemon.api.activate("LC Ordered"))
     for direction in DIRECTIONS:
-        got = streams(probes, host_of(topo, family), direction, count=TIMED_COUNT, rate=TIMED_RATE)[direction]
         delay, jitter = ORDERED[direction]
-        simulated = in_order_quantiles(got.send_times_ms(), delay, jitter, "normal", (0.25, 0.5, 0.75))
-        for q, (mean, low, high) in simulated.items():
-            tolerance = max(mean - low, high - mean) + 1
-            check.near(f"keep-order ({delay} ± {jitter} ms normal) {family} {direction}: quantile {q}",
-                       minus(got.quantile(q), unshaped_oneway[family, direction]), round(mean, 2), round(tolerance, 2),
-                       why="simulated in-order line's spread + 1 ms")
+
+        def judge(check, got):
+            simulated = in_order_quantiles(got.send_times_ms(), delay, jitter, "normal", (0.25, 0.5, 0.75))
+            for q, (mean, low, high) in simulated.items():
+                tolerance = max(mean - low, high - mean) + 1
+                check.near(f"keep-order ({delay} ± {jitter} ms normal) {family} {direction}: quantile {q}",
+                           minus(got.quantile(q), unshaped_oneway[family, direction]), round(mean, 2),
+                           round(tolerance, 2), why="simulated in-order line's spread + 1 ms")
+
+        check.judged_once_more(
+            lambda: streams(probes, host_of(topo, family), direction, count=TIMED_COUNT, rate=TIMED_RATE)[direction],
+            judge)
 
 
 @pytest.mark.timed
