@@ -91,7 +91,7 @@ let package = Package(
         .target(
             name: "Conditions",
             dependencies: [
-                "ControlAPI", "IPAddressText", "Netlink", "Profiles", "Shaping", "Sandboxes",
+                "ControlAPI", "HostFacts", "IPAddressText", "Netlink", "Profiles", "Shaping", "Sandboxes",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -177,7 +177,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "LinkCondCLITests", dependencies: ["linkcond", "CChildProcess"]),
+        .testTarget(name: "LinkCondCLITests", dependencies: ["linkcond", "CChildProcess", "ControlAPI", "LinkCondClient"]),
         // Fuzzing (scripts/fuzz): every parser of hostile bytes as a function of them, and an
         // executable that hands them to libFuzzer, or replays files in an ordinary build.
         .target(

@@ -189,31 +189,78 @@ failed:
 extern int setns(int fd, int nstype);
 #define LINKCOND_CLONE_NEWNET 0x40000000
 
-/// Connects `socket` as a route socket inside the network namespace `namespace_fd` (an open
-/// nsfs file): a netlink socket stays in the namespace it was made in. The calling thread
-/// enters the namespace only for the `socket(2)` call and then returns to its own. Returns
-/// nl_connect's result, or -NLE_FAILURE with `*system_errno` set when the namespace could not
-/// be entered. `*stranded` becomes 1 when the thread could not return: it is then in the
-/// wrong namespace, and the caller must not let it go on.
-static inline int linkcond_connect_in_namespace(struct nl_sock *socket, int namespace_fd, int *system_errno, int *stranded) {
-    *system_errno = 0;
-    *stranded = 0;
+/// Moves the calling thread into the network namespace `namespace_fd`; returns a descriptor of
+/// the namespace it was in, for linkcond_leave_namespace, or -1 with `*system_errno` set.
+static inline int linkcond_enter_namespace(int namespace_fd, int *system_errno) {
     int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
     if (own < 0) {
         *system_errno = errno;
-        return -NLE_FAILURE;
+        return -1;
     }
     if (setns(namespace_fd, LINKCOND_CLONE_NEWNET) != 0) {
         *system_errno = errno;
         close(own);
-        return -NLE_FAILURE;
+        return -1;
     }
-    int connected = nl_connect(socket, NETLINK_ROUTE);
+    return own;
+}
+
+/// Brings the calling thread back to the namespace `own` (linkcond_enter_namespace's result).
+/// `*stranded` becomes 1 when it could not: the thread is then in the wrong namespace, and the
+/// caller must not let it go on.
+static inline void linkcond_leave_namespace(int own, int *stranded) {
     if (setns(own, LINKCOND_CLONE_NEWNET) != 0) {
         *stranded = 1;
     }
     close(own);
+}
+
+/// Connects `socket` as a route socket inside the network namespace `namespace_fd` (an open
+/// nsfs file): a netlink socket stays in the namespace it was made in. The calling thread
+/// enters the namespace only for the `socket(2)` call. Returns nl_connect's result, or
+/// -NLE_FAILURE with `*system_errno` set when the namespace could not be entered; `*stranded`
+/// as for linkcond_leave_namespace.
+static inline int linkcond_connect_in_namespace(struct nl_sock *socket, int namespace_fd, int *system_errno, int *stranded) {
+    *system_errno = 0;
+    *stranded = 0;
+    int own = linkcond_enter_namespace(namespace_fd, system_errno);
+    if (own < 0) return -NLE_FAILURE;
+    int connected = nl_connect(socket, NETLINK_ROUTE);
+    linkcond_leave_namespace(own, stranded);
     return connected;
+}
+
+/// Reads up to `size` bytes of the file at `path` (a /proc/thread-self/net file) as the network
+/// namespace `namespace_fd` sees it: the calling thread enters the namespace to open the file,
+/// which stays that namespace's view. Returns the bytes read, or -1 with `*system_errno` set;
+/// `*stranded` as for linkcond_leave_namespace.
+static inline ssize_t linkcond_read_in_namespace(int namespace_fd, const char *path, char *buffer, size_t size,
+                                                 int *system_errno, int *stranded) {
+    *system_errno = 0;
+    *stranded = 0;
+    int own = linkcond_enter_namespace(namespace_fd, system_errno);
+    if (own < 0) return -1;
+    int file = open(path, O_RDONLY | O_CLOEXEC);
+    int open_errno = errno;
+    linkcond_leave_namespace(own, stranded);
+    if (file < 0) {
+        *system_errno = open_errno;
+        return -1;
+    }
+    size_t filled = 0;
+    while (filled < size) {
+        ssize_t got = read(file, buffer + filled, size - filled);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            *system_errno = errno;
+            close(file);
+            return -1;
+        }
+        if (got == 0) break;
+        filled += (size_t)got;
+    }
+    close(file);
+    return (ssize_t)filled;
 }
 
 #endif

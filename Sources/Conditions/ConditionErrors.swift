@@ -14,6 +14,15 @@ public struct UnknownInterfaceError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// A condition in a network namespace was asked for without its interface, and the namespace
+/// has no default route to take it from.
+public struct NoDefaultRouteInNamespaceError: Error, Sendable, CustomStringConvertible {
+    public var namespace: NetworkNamespaceReference
+    public var description: String {
+        "the network namespace \(namespace) has no default route to take the interface from; name the interface"
+    }
+}
+
 /// A condition was asked for in a network namespace that does not exist (or cannot be opened).
 public struct UnknownNamespaceError: Error, Sendable, CustomStringConvertible {
     public var namespace: NetworkNamespaceReference

@@ -22,7 +22,7 @@ extension Conditioner {
     /// as its interface exists. Inside another namespace, only the namespace is looked for: a
     /// reader, who may be anyone, does not get the daemon to read a container's devices.
     package func status(_ id: ConditionID?, verbose: Bool = false) throws -> StatusResponse {
-        let id = resolved(id)
+        let id = try resolved(id)
         return status(of: try conditions[id] ?? absentCondition(id, checkingInterface: id.namespace == nil), verbose: verbose && (conditions[id] != nil || id.namespace == nil))
     }
 

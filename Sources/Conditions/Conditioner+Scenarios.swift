@@ -75,8 +75,9 @@ extension Conditioner {
     /// `linkcond next`: the condition's scenario moves on now, whatever its step waits for.
     public func next(on id: ConditionID? = nil, by requester: Requester) throws -> StatusResponse {
         try checkRunning()
-        guard let condition = conditions[resolved(id)], let run = condition.scenario else {
-            throw NoScenarioError(condition: resolved(id).description, finished: false)
+        let id = try resolved(id)
+        guard let condition = conditions[id], let run = condition.scenario else {
+            throw NoScenarioError(condition: id.description, finished: false)
         }
         guard !run.finished else { throw NoScenarioError(condition: condition.id.description, finished: true) }
         // A scenario in someone else's lease is theirs to move on (the test under `run`, as the same user).

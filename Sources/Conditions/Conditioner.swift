@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HostFacts
 import IPAddressText
 import Logging
 import Netlink
@@ -185,7 +186,7 @@ public actor Conditioner {
     ) throws -> (lease: LeaseTicket, status: StatusResponse) {
         try checkRunning()
         let (entry, scenario) = try resolve(choice)
-        let condition = try sandbox ? makeSandbox(resolved(id), for: requester) : self.condition(id, hostAddresses: hostAddresses)
+        let condition = try sandbox ? makeSandbox(try resolved(id), for: requester) : self.condition(id, hostAddresses: hostAddresses)
         defer { dropIfIdle(condition) }
         try condition.checkHostAddresses()
         try condition.policy.checkNoLease(against: requester, force: force, now: now)
@@ -217,8 +218,9 @@ public actor Conditioner {
     /// `linkcond release`: the holder ends their own lease early and gets the baseline back.
     public func releaseLease(on id: ConditionID? = nil, by requester: Requester) throws -> StatusResponse {
         try checkRunning()
-        guard let condition = conditions[resolved(id)], let lease = condition.policy.lease, lease.isHeld(by: requester) else {
-            throw NoLeaseError(holder: conditions[resolved(id)]?.policy.lease?.holder.document)
+        let id = try resolved(id)
+        guard let condition = conditions[id], let lease = condition.policy.lease, lease.isHeld(by: requester) else {
+            throw NoLeaseError(holder: conditions[id]?.policy.lease?.holder.document)
         }
         defer { dropIfIdle(condition) }
         let previous = condition.policy.effective
@@ -427,7 +429,7 @@ public actor Conditioner {
     /// The condition `id` names (the default one for `nil`), made when it does not exist yet and
     /// its interface does. Made for a peer named by a host name, it needs the name's addresses.
     private func condition(_ id: ConditionID?, hostAddresses: [[UInt8]] = []) throws -> Condition {
-        let id = resolved(id)
+        let id = try resolved(id)
         if let existing = conditions[id] { return existing }
         guard conditions.count < Self.maximumConditions else {
             throw TooManyConditionsError(limit: Self.maximumConditions)
@@ -443,17 +445,37 @@ public actor Conditioner {
     /// Whether the condition `id` names is held, with its match: one for a host name has its
     /// addresses already, and takes no others.
     public func holds(_ id: ConditionID?) -> Bool {
-        conditions[resolved(id)] != nil
+        (try? resolved(id)).map { conditions[$0] != nil } ?? false
     }
 
-    /// The id `id` stands for: the default condition for `nil`, and for `@PEER` the daemon's
-    /// own interface, or `lo` when the peer is on this machine's loopback (`@127.0.0.1:8080`).
-    package func resolved(_ id: ConditionID?) -> ConditionID {
+    /// The id `id` stands for: the default condition for `nil`; for `@PEER` the daemon's own
+    /// interface, or `lo` when the peer is on this machine's loopback (`@127.0.0.1:8080`); in
+    /// another namespace without an interface (`pid/PID/`), the one its default route leaves by.
+    package func resolved(_ id: ConditionID?) throws -> ConditionID {
         guard var id else { return defaultID }
-        if id.interface.isEmpty {
+        guard id.interface.isEmpty else { return id }
+        if let namespace = id.namespace {
+            id.interface = try defaultRouteInterface(in: namespace)
+        } else {
             id.interface = id.peer?.isLoopback == true ? Self.loopback : defaultID.interface
         }
         return id
+    }
+
+    /// The interface the default route of `namespace` leaves by, IPv4's before IPv6's.
+    private func defaultRouteInterface(in namespace: NetworkNamespaceReference) throws -> String {
+        guard let namespaces else { throw NamespaceTargetsUnavailableError() }
+        let tables: (ipv4: String, ipv6: String)
+        do {
+            tables = try namespaces.routeTables(at: namespace.path)
+        } catch {
+            throw UnknownNamespaceError(namespace: namespace, reason: error.reason)
+        }
+        guard let interface = DefaultRoute.interface(ipv4RouteTable: tables.ipv4, ipv6RouteTable: tables.ipv6) else {
+            throw NoDefaultRouteInNamespaceError(namespace: namespace)
+        }
+        logger.info("\(namespace): the interface of its default route is \(interface)")
+        return interface
     }
 
     /// Which network namespace `namespace` names now.

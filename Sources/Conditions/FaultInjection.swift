@@ -104,4 +104,8 @@ package final class FaultInjectingNamespaces: NamespaceKernels {
     package func path(of identity: NamespaceIdentity) -> String? {
         wrapped.path(of: identity)
     }
+
+    package func routeTables(at path: String) throws(NetlinkError) -> (ipv4: String, ipv6: String) {
+        try wrapped.routeTables(at: path)
+    }
 }

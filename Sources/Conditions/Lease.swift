@@ -38,12 +38,10 @@ public struct LeaseConflictError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         let left = secondsLeft.map { " for \($0)s more" } ?? ""
         if heldByRequester {
-            let ending = clientBound
-                ? "it ends when that command exits"
-                : "end it with 'linkcond release' to get the previous condition back"
-            return "you already hold '\(profile)' (\(holder))\(left); \(ending), or use --force to replace it"
+            let ending = clientBound ? "it ends when that command exits" : "releasing it brings the previous condition back"
+            return "you already hold '\(profile)' (\(holder))\(left); \(ending)"
         }
-        return "'\(profile)' is held by \(holder)\(left); use --force to take over"
+        return "'\(profile)' is held by \(holder)\(left)"
     }
 }
 
@@ -51,8 +49,8 @@ public struct LeaseConflictError: Error, Sendable, CustomStringConvertible {
 public struct NoLeaseError: Error, Sendable, CustomStringConvertible {
     public var holder: HolderDocument?
     public var description: String {
-        guard let holder else { return "there is no lease to release; 'linkcond off' removes a condition set without --for" }
-        return "the lease is held by \(holder), not by you; use 'linkcond off --force' to end it"
+        guard let holder else { return "there is no lease to release" }
+        return "the lease is held by \(holder), not by you"
     }
 }
 

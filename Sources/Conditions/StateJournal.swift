@@ -237,8 +237,10 @@ package struct StateStore: Sendable {
     package static func storedConditions(in directory: String?) -> [ConditionID] {
         guard let directory, let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
         return names.sorted().compactMap { name in
-            guard name.hasSuffix(suffix), let text = APIPath.percentDecode(name.dropLast(suffix.count)) else { return nil }
-            return try? ConditionID(parsing: text)
+            guard name.hasSuffix(suffix), let text = APIPath.percentDecode(name.dropLast(suffix.count)),
+                  let id = try? ConditionID(parsing: text), !id.interface.isEmpty
+            else { return nil }
+            return id
         }
     }
 

@@ -6,7 +6,8 @@
 /// condition on only the traffic exchanged with that peer (`eth0@10.0.0.5:443`). `@PEER` alone
 /// is on the daemon's own interface; the daemon answers with the full id.
 public struct ConditionID: Hashable, Sendable, Comparable, CustomStringConvertible {
-    /// Empty only in a request's `@PEER`, before the daemon fills in its own interface.
+    /// Empty only in a request, before the daemon fills it in: its own interface for `@PEER`,
+    /// the interface of the namespace's default route for `netns/NAME/` and `pid/PID/`.
     public var interface: String
     public var namespace: NetworkNamespaceReference?
     /// `nil`: the whole interface.
@@ -52,13 +53,17 @@ public struct ConditionID: Hashable, Sendable, Comparable, CustomStringConvertib
             if let problem = NetworkNamespaceReference.problem(name: name) {
                 throw NamespaceReferenceError(message: problem)
             }
-            self.init(interface: try Self.interface(parts[2]), namespace: .named(name))
+            self.init(interface: try Self.interface(orEmpty: parts[2]), namespace: .named(name))
         case 3 where parts[0] == "pid":
             let pid = try NetworkNamespaceReference.pid(parsing: parts[1]).get()
-            self.init(interface: try Self.interface(parts[2]), namespace: .process(pid))
+            self.init(interface: try Self.interface(orEmpty: parts[2]), namespace: .process(pid))
         default:
-            throw NamespaceReferenceError(message: "a condition id is an interface (eth0), netns/NAME/INTERFACE or pid/PID/INTERFACE, optionally followed by @PEER (eth0@10.0.0.5:443)")
+            throw NamespaceReferenceError(message: "a condition id is an interface (eth0), netns/NAME/[INTERFACE] or pid/PID/[INTERFACE], optionally followed by @PEER (eth0@10.0.0.5:443)")
         }
+    }
+
+    private static func interface(orEmpty text: Substring) throws(NamespaceReferenceError) -> String {
+        text.isEmpty ? "" : try interface(text)
     }
 
     private static func interface(_ text: Substring) throws(NamespaceReferenceError) -> String {

@@ -115,6 +115,10 @@ extension UnknownInterfaceError: ControlAPIError {
     var errorCode: ErrorCode { .unknownInterface }
 }
 
+extension NoDefaultRouteInNamespaceError: ControlAPIError {
+    var errorCode: ErrorCode { .unknownInterface }
+}
+
 extension TooManyConditionsError: ControlAPIError {
     var errorCode: ErrorCode { .tooManyConditions }
 }

@@ -8,9 +8,15 @@ import Foundation
 public enum DefaultRoute {
     /// The IPv4 default route's interface, else the IPv6 one; lowest metric wins.
     public static func interface() -> String? {
-        let ipv4 = (try? String(contentsOfFile: "/proc/net/route", encoding: .utf8)).flatMap(interface(inIPv4RouteTable:))
-        if let ipv4 { return ipv4 }
-        return (try? String(contentsOfFile: "/proc/net/ipv6_route", encoding: .utf8)).flatMap(interface(inIPv6RouteTable:))
+        interface(
+            ipv4RouteTable: try? String(contentsOfFile: "/proc/net/route", encoding: .utf8),
+            ipv6RouteTable: try? String(contentsOfFile: "/proc/net/ipv6_route", encoding: .utf8)
+        )
+    }
+
+    /// The same, from the two tables' text as some network namespace reads them.
+    public static func interface(ipv4RouteTable: String?, ipv6RouteTable: String?) -> String? {
+        ipv4RouteTable.flatMap(interface(inIPv4RouteTable:)) ?? ipv6RouteTable.flatMap(interface(inIPv6RouteTable:))
     }
 
     /// Reads `/proc/net/route`: `Iface Destination Gateway Flags RefCnt Use Metric Mask ...`, hex.

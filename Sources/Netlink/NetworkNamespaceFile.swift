@@ -1,3 +1,4 @@
+import CNetlink
 import Glibc
 
 /// Which namespace a namespace file is: the nsfs inode, the same for every path to it.
@@ -61,5 +62,32 @@ public final class NetworkNamespaceFile {
 
     deinit {
         close(descriptor)
+    }
+}
+
+extension NetworkNamespaceFile {
+    /// The file `/proc/thread-self/net/NAME` (`route`, `ipv6_route`) as this namespace sees
+    /// it, up to `limit` bytes: a thread enters the namespace only to open it.
+    public func procNetFile(_ name: String, limit: Int = 256 * 1024) throws(NetlinkError) -> String {
+        var buffer = [UInt8](repeating: 0, count: limit)
+        var systemErrno: Int32 = 0
+        var stranded: Int32 = 0
+        let count = buffer.withUnsafeMutableBytes { bytes in
+            linkcond_read_in_namespace(
+                descriptor, "/proc/thread-self/net/\(name)", bytes.baseAddress?.assumingMemoryBound(to: CChar.self), limit,
+                &systemErrno, &stranded
+            )
+        }
+        if stranded != 0 {
+            fatalError("cannot return to the daemon's network namespace after entering \(path)")
+        }
+        guard count >= 0 else {
+            throw NetlinkError(
+                code: systemErrno == EPERM ? .notPermitted : .other,
+                operation: "read /proc/net/\(name) in the network namespace \(path)", errno: systemErrno,
+                reason: String(cString: strerror(systemErrno))
+            )
+        }
+        return String(decoding: buffer[..<count], as: UTF8.self)
     }
 }

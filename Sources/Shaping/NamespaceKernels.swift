@@ -10,6 +10,9 @@ public protocol NamespaceKernels: AnyObject {
     func identity(at path: String) throws(NetlinkError) -> NamespaceIdentity
     /// Another file that is the namespace `identity`, while anything keeps it alive.
     func path(of identity: NamespaceIdentity) -> String?
+    /// The namespace's IPv4 and IPv6 route tables as its `/proc/net/route` and
+    /// `/proc/net/ipv6_route` read: where its default route leads.
+    func routeTables(at path: String) throws(NetlinkError) -> (ipv4: String, ipv6: String)
 }
 
 extension NamespaceKernels {
@@ -35,6 +38,11 @@ public final class NetlinkNamespaces: NamespaceKernels {
 
     public func path(of identity: NamespaceIdentity) -> String? {
         NetworkNamespaceFile.path(of: identity)
+    }
+
+    public func routeTables(at path: String) throws(NetlinkError) -> (ipv4: String, ipv6: String) {
+        let file = try NetworkNamespaceFile(path: path)
+        return (try file.procNetFile("route"), try file.procNetFile("ipv6_route"))
     }
 }
 

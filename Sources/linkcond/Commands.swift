@@ -59,7 +59,7 @@ struct Activate: AsyncParsableCommand {
 
     func run() async throws {
         let selection = try ProfileSelection.resolve(argument: name, options: condition, commandName: "linkcond activate")
-        let status = try await connection.request { client throws(ControlClientError) in
+        let status = try await connection.request(hints: .settingACondition) { client throws(ControlClientError) in
             do throws(ControlClientError) {
                 return try await client.activate(
                     selection.profile, definition: selection.definition, replaceForeign: replaceForeign, for: duration, force: force,
@@ -92,10 +92,12 @@ struct Off: AsyncParsableCommand {
 
     func run() async throws {
         if all {
-            let list = try await connection.request { client throws(ControlClientError) in try await client.deactivateAll(force: force) }
+            let list = try await connection.request(hints: .switchingOff) { client throws(ControlClientError) in
+                try await client.deactivateAll(force: force)
+            }
             return try await output.show(list) { Format.conditions($0) }
         }
-        let status = try await connection.request { client throws(ControlClientError) in
+        let status = try await connection.request(hints: .switchingOff) { client throws(ControlClientError) in
             try await client.deactivate(force: force, condition: target.condition)
         }
         try await output.show(status) { Format.status($0) }
@@ -191,7 +193,7 @@ struct Release: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        let status = try await connection.request { client throws(ControlClientError) in
+        let status = try await connection.request(hints: .releasing) { client throws(ControlClientError) in
             try await client.releaseLease(condition: target.condition)
         }
         try await output.show(status) { Format.status($0) }

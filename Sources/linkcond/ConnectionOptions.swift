@@ -26,9 +26,12 @@ struct ConnectionOptions: ParsableArguments {
         ControlClient(socketPath: socketPath)
     }
 
-    /// One request to the daemon; a failure becomes one line on stderr and a non-zero exit.
-    func request<Answer>(_ body: (ControlClient) async throws(ControlClientError) -> Answer) async throws -> Answer {
+    /// One request to the daemon; a failure becomes one line on stderr, with the command's
+    /// hint for its code, and a non-zero exit.
+    func request<Answer>(
+        hints: CommandHints = [:], _ body: (ControlClient) async throws(ControlClientError) -> Answer
+    ) async throws -> Answer {
         let client = self.client
-        return try await withDaemon { () async throws(ControlClientError) in try await body(client) }
+        return try await withDaemon(hints: hints) { () async throws(ControlClientError) in try await body(client) }
     }
 }

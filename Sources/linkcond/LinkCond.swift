@@ -89,8 +89,11 @@ struct LinkCond: AsyncParsableCommand {
     }
 }
 
-/// Runs a request, turning a failure into one line on stderr and a non-zero exit.
-func withDaemon<Result>(_ body: () async throws(ControlClientError) -> Result) async throws -> Result {
+/// Runs a request, turning a failure into one line on stderr and a non-zero exit: the daemon's
+/// message, what it suggests, and the command's own hint for the error's code.
+func withDaemon<Result>(
+    hints: CommandHints = [:], _ body: () async throws(ControlClientError) -> Result
+) async throws -> Result {
     do {
         return try await body()
     } catch {
@@ -98,7 +101,7 @@ func withDaemon<Result>(_ body: () async throws(ControlClientError) -> Result) a
         if let suggestions = error.apiError?.suggestions, !suggestions.isEmpty, !message.contains(suggestions[0]) {
             message += " (did you mean " + suggestions.joined(separator: " or ") + "?)"
         }
-        warn(message)
+        warn(hints.appended(to: message, for: error))
         throw ExitCode.failure
     }
 }

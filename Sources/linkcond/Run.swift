@@ -115,7 +115,8 @@ struct Run: AsyncParsableCommand {
                 )
             }
         } catch let error as ControlClientError {
-            warn("\((selection?.explain(error) ?? error).message); \(arguments[0]) did not run")
+            let explained = selection?.explain(error) ?? error
+            warn("\(CommandHints.settingACondition.appended(to: explained.message, for: explained)); \(arguments[0]) did not run")
             throw ExitCode(Status.linkcondFailed)
         } catch let error as ChildProcess.LaunchError {
             warn(error.description)

@@ -43,7 +43,7 @@ struct Play: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let status = try await connection.request { client throws(ControlClientError) in
+        let status = try await connection.request(hints: .settingACondition) { client throws(ControlClientError) in
             try await client.play(name, for: duration, force: force, replaceForeign: replaceForeign, condition: target.condition)
         }
         try await output.show(status) { Format.status($0) }

@@ -11,13 +11,13 @@ struct TargetOptions: ParsableArguments {
     var interface: String?
 
     @Option(help: ArgumentHelp(
-        "The interface is in this network namespace of 'ip netns' (/run/netns/NAME), not in linkcondd's; needs --interface.",
+        "The interface is in this network namespace of 'ip netns' (/run/netns/NAME), not in linkcondd's; without --interface, the one its default route leaves by.",
         valueName: "name"
     ))
     var netns: String?
 
     @Option(help: ArgumentHelp(
-        "The interface is in the network namespace of this process, such as a container's ('docker inspect -f {{.State.Pid}} NAME'); needs --interface.",
+        "The interface is in the network namespace of this process, such as a container's ('docker inspect -f {{.State.Pid}} NAME'); without --interface, the one its default route leaves by (eth0 in a Docker container).",
         valueName: "pid"
     ))
     var pid: String?
@@ -78,22 +78,13 @@ struct TargetOptions: ParsableArguments {
             }
         }
         guard let interface else {
-            if let namespace {
-                throw ValidationError("--\(namespace.isNamed ? "netns" : "pid") needs --interface: the interface inside that namespace (eth0 in a Docker container)")
-            }
-            // `@PEER`: the daemon's own interface.
-            return peer.map { ConditionID(interface: "", peer: $0) }
+            // The daemon fills in the interface: its own for `@PEER`, the default route's in a namespace.
+            if namespace == nil && peer == nil { return nil }
+            return ConditionID(interface: "", namespace: namespace, peer: peer)
         }
         if let problem = InterfaceName.problem(interface) {
             throw ValidationError("--interface \(interface): \(problem)")
         }
         return ConditionID(interface: interface, namespace: namespace, peer: peer)
-    }
-}
-
-extension NetworkNamespaceReference {
-    fileprivate var isNamed: Bool {
-        if case .named = self { return true }
-        return false
     }
 }

@@ -116,7 +116,7 @@ struct PeerSpecTests {
 
     @Test("A condition id whose peer cannot be one is refused and says why", arguments: [
         ("eth0@bad_name", "after '@'"), ("eth0@", "after '@'"), ("eth0@*", "after '@'"), ("eth0@10.0.0.5@10.0.0.6", "at most one '@'"),
-        ("a/b@10.0.0.5", "netns/NAME/INTERFACE"),
+        ("a/b@10.0.0.5", "netns/NAME/[INTERFACE]"),
     ])
     func refusedPeer(text: String, reason: String) {
         #expect {

@@ -29,7 +29,7 @@ from harness.targets import (ProcessNamespace, condition_names, condition_profil
 from harness.tc import Device, bulk_netem, qdisc, tree_signature
 from harness.topology import families
 
-CHECKS = 125
+CHECKS = 132
 
 DAEMON_ARGS = ["--enable-fault-injection"]
 
@@ -269,6 +269,26 @@ def test_container_condition_lives_inside_its_namespace(check, daemon, topo, dev
     check.contains("inside the container: B's uplink netem", bulk_netem(container.device), "delay 20ms")
     check.equal("the container's IFB is inside it", True, container.device.has_ifb())
     check.equal("nothing of it in linkcondd's namespace (no IFB there)", False, topo.client.has_device(container.link.ifb))
+
+
+@pytest.mark.checks(7)
+def test_container_interface_of_its_default_route(check, daemon, topo, container):
+    """`--pid PID` without `--interface`: refused, saying why, while the container has no
+    default route; then the interface its default route (IPv6's, the only one) leaves by,
+    named in the answer, shaped inside, and `off --pid PID` undoes it."""
+    pid = str(container.namespace.pid)
+    done = daemon.cli("activate", "--pid", pid, "LC Test B")
+    check.exit_status("activate --pid, no default route in the container: refused", done, "nonzero")
+    check.contains("activate --pid, no default route: says so", done.err, "no default route")
+    container.namespace.ip("-6", "route", "add", "default", "via", container.link.far6, "dev", container.link.near_if).ok()
+    done = daemon.cli("activate", "--pid", pid, "LC Test B")
+    check.exit_status("activate --pid with an IPv6 default route", done, 0)
+    check.contains("activate --pid: the answer names the interface chosen", done.out, container.id)
+    check.equal("status lists it by its full id", f"{topo.interface}=off {container.id}=LC Test B", condition_names(daemon.api))
+    check.contains("inside the container: B's uplink netem on that interface", bulk_netem(container.device), "delay 20ms")
+    done = daemon.cli("off", "--pid", pid)
+    check.equal("off --pid: exit status, and linkcond's root and ingress gone from inside", (0, []),
+                (done.rc, [q for q in root_and_ingress(container.device) if q in ("htb 7a00:", "ingress ffff:")]))
 
 
 @pytest.mark.checks(3)

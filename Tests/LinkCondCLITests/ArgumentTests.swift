@@ -35,6 +35,8 @@ struct ArgumentTests {
     @Test("--netns and --pid name a condition inside that namespace", arguments: [
         (["activate", "Slow Net", "--interface", "eth0", "--pid", "4242"], "pid/4242/eth0"),
         (["off", "--netns", "ci-1", "--interface", "veth1"], "netns/ci-1/veth1"),
+        (["activate", "Slow Net", "--pid", "4242"], "pid/4242/"),
+        (["off", "--netns", "ci-1", "--to", "10.0.0.5:443"], "netns/ci-1/@10.0.0.5:443"),
         (["status", "--interface", "eth1"], "eth1"),
         (["activate", "Slow Net", "--to", "API.example.com:443"], "@api.example.com:443"),
         (["off", "--interface", "eth0", "--to", "cdn.example.net"], "eth0@cdn.example.net"),
@@ -45,8 +47,8 @@ struct ArgumentTests {
         #expect(target?.condition == condition)
     }
 
-    @Test("A namespace without an interface, or two namespaces, is refused before anything is sent", arguments: [
-        ["activate", "Slow Net", "--pid", "4242"], ["activate", "Slow Net", "--pid", "0", "--interface", "eth0"],
+    @Test("Two namespaces, or a namespace or peer that cannot be, is refused before anything is sent", arguments: [
+        ["activate", "Slow Net", "--pid", "0", "--interface", "eth0"],
         ["off", "--netns", "a", "--pid", "1", "--interface", "eth0"], ["off", "--netns", "a/b", "--interface", "eth0"],
         ["activate", "Slow Net", "--to", "api_example.com"], ["activate", "Slow Net", "--device", "phone.lan"],
     ])

@@ -194,7 +194,7 @@ struct LeaseTests {
         await #expect(throws: NoLeaseError.self) { try await conditioner.releaseLease(by: TestDaemon.bob) }
         let conflict = await #expect(throws: LeaseConflictError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.alice) }
         #expect(conflict?.heldByRequester == true)
-        #expect(conflict?.description.contains("linkcond release") == true)
+        #expect(conflict?.description.contains("releasing it") == true)
         let status = try await conditioner.releaseLease(by: TestDaemon.alice)
         #expect(status.profile?.name == "Slow Net")
         #expect(status.lease == nil)

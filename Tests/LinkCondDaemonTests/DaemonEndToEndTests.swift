@@ -133,7 +133,7 @@ struct DaemonEndToEndTests {
             let error = await #expect(throws: ControlClientError.self) { try await client.activate("Slow Net") }
             #expect(error?.status == 409)
             #expect(error?.message.contains("you already hold 'Slow Net'") == true)
-            #expect(error?.message.contains("linkcond release") == true)
+            #expect(error?.message.contains("releasing it brings the previous condition back") == true)
             _ = try await client.deactivate(force: true)
         }
     }

@@ -34,6 +34,35 @@ struct NamespaceConditionTests {
         #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
     }
 
+    @Test("Without an interface, a condition in a namespace is on the interface of that namespace's default route")
+    func interfaceOfTheDefaultRoute() async throws {
+        let namespaces = FakeNamespaces()
+        let inside = namespaces.make(at: Self.containerPath, interfaces: ["eth0", "eth1"], defaultRoute: "eth1")
+        namespaces.make(at: "/run/netns/island")
+        namespaces.defaultRoutes = namespaces.defaultRoutes.filter { $0.key != (try? namespaces.identity(at: "/run/netns/island")) }
+        let conditioner = TestDaemon.conditioner(kernel: FakeKernel(), namespaces: namespaces)
+        let unnamed = ConditionID(interface: "", namespace: .process(4242))
+
+        let status = try await conditioner.activate("Slow Net", on: unnamed, by: TestDaemon.root)
+        #expect(status.id == "pid/4242/eth1" && status.interface == "eth1")
+        #expect(inside.devices["lc-eth1"] != nil && inside.devices["lc-eth0"] == nil)
+        #expect(await conditioner.holds(unnamed))
+        #expect(try await conditioner.status(unnamed).profile?.name == "Slow Net")
+        _ = try await conditioner.deactivate(on: unnamed, by: TestDaemon.root)
+        #expect(try TestDaemon.conditionInKernel(inside) == nil)
+
+        let island = ConditionID(interface: "", namespace: .named("island"))
+        await #expect(throws: NoDefaultRouteInNamespaceError.self) {
+            _ = try await conditioner.activate("Slow Net", on: island, by: TestDaemon.root)
+        }
+        #expect(NoDefaultRouteInNamespaceError(namespace: .named("island")).description.contains("no default route"))
+        #expect((NoDefaultRouteInNamespaceError(namespace: .named("island")) as any ControlAPIError).errorCode == .unknownInterface)
+        await #expect(throws: UnknownNamespaceError.self) {
+            _ = try await conditioner.activate("Slow Net", on: ConditionID(interface: "", namespace: .process(999)), by: TestDaemon.root)
+        }
+        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"], "nothing was made for the refusals")
+    }
+
     @Test("The namespace watch waits, without a timer, until a condition is in another namespace, or until it is cancelled")
     func watchWaitsForANamespace() async throws {
         let namespaces = FakeNamespaces()

@@ -5,16 +5,22 @@ import Shaping
 /// namespace is to the daemon, without root.
 public final class FakeNamespaces: NamespaceKernels, @unchecked Sendable {
     public private(set) var namespaces: [String: (identity: NamespaceIdentity, kernel: FakeKernel)] = [:]
+    /// Each namespace's default route's interface, by identity; a namespace missing here has
+    /// no default route.
+    public var defaultRoutes: [NamespaceIdentity: String] = [:]
     private var nextInode: UInt64 = 4_026_532_000
 
     public init() {}
 
     /// Makes (or remakes, as a new namespace) the one at `path`, with these interfaces.
+    /// `defaultRoute`: the interface its default route leaves by, the first one by default.
     @discardableResult
-    public func make(at path: String, interfaces: [String] = ["eth0"]) -> FakeKernel {
+    public func make(at path: String, interfaces: [String] = ["eth0"], defaultRoute: String? = nil) -> FakeKernel {
         nextInode += 1
         let kernel = FakeKernel(interfaces: interfaces)
-        namespaces[path] = (NamespaceIdentity(device: 4, inode: nextInode), kernel)
+        let identity = NamespaceIdentity(device: 4, inode: nextInode)
+        namespaces[path] = (identity, kernel)
+        defaultRoutes[identity] = defaultRoute ?? interfaces.first
         return kernel
     }
 
@@ -43,6 +49,18 @@ public final class FakeNamespaces: NamespaceKernels, @unchecked Sendable {
 
     public func path(of identity: NamespaceIdentity) -> String? {
         namespaces.filter { $0.value.identity == identity }.keys.sorted().first
+    }
+
+    /// The route tables as `/proc/net/route` and `/proc/net/ipv6_route` show them: a default
+    /// route over IPv4 only, with a link-local route before it.
+    public func routeTables(at path: String) throws(NetlinkError) -> (ipv4: String, ipv6: String) {
+        let identity = try identity(at: path)
+        var ipv4 = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+        if let device = defaultRoutes[identity] {
+            ipv4 += "\(device)\t0002A8C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
+            ipv4 += "\(device)\t00000000\t0102A8C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+        }
+        return (ipv4, "")
     }
 
     /// Like `NamespacedKernel`: each call checks that the path is still the same namespace.
