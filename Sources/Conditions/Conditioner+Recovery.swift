@@ -1,0 +1,194 @@
+import ControlAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import IPAddressText
+import Logging
+import Netlink
+import Profiles
+import Sandboxes
+import Shaping
+
+// Start and stop: what the state files say was wanted, brought back; every condition removed
+// on a graceful stop.
+
+extension Conditioner {
+    /// Brings the kernel to what the state files say was wanted when the previous daemon ended,
+    /// for the default condition and every other one that had a state file: a lease still
+    /// valid, else the baseline, else nothing. A tree that is exactly the wanted one is
+    /// re-adopted (its values rewritten); anything less is rebuilt or removed.
+    ///
+    /// The default condition's failure is thrown (the daemon cannot serve its interface);
+    /// another condition that cannot be brought back is logged, removed and forgotten.
+    public func recover() throws(ShapingError) {
+        var recovering = [defaultCondition]
+        for id in StateStore.storedConditions(in: stateDirectory) where id != defaultID && conditions.count < Self.maximumConditions {
+            guard let condition = recoverableCondition(id) else { continue }
+            insert(condition)
+            recovering.append(condition)
+        }
+        for condition in recovering {
+            // A sandbox's `run` lost its lease with the previous daemon: the sandbox ends.
+            condition.policy = condition.sandbox == nil ? recoveredPolicy(from: condition.stateStore?.load(), for: condition.id) : ConditionPolicy(baselineSince: now)
+            persist(condition)
+        }
+        // One recovery per target, with every condition on it, default target first.
+        var byTarget: [(KernelConvergence, [Condition])] = []
+        for condition in recovering {
+            if let index = byTarget.firstIndex(where: { $0.0 === condition.convergence }) {
+                byTarget[index].1.append(condition)
+            } else {
+                byTarget.append((condition.convergence, [condition]))
+            }
+        }
+        for (convergence, group) in byTarget {
+            do {
+                try recover(convergence, with: group)
+            } catch {
+                if group.contains(where: { $0.id == defaultID }) { throw error }
+                logger.error("startup: cannot bring back the conditions on \(convergence.target.interface): \(error.message); removing them")
+                try? convergence.removeAll()
+                for condition in group {
+                    condition.policy = ConditionPolicy(baselineSince: now)
+                    record(condition, from: nil, to: "off", reason: "startup", requester: nil, detail: "could not be brought back: \(error.message)")
+                }
+            }
+            group.forEach(dropIfIdle)
+        }
+        restoreForwardingIfNoSandbox()
+    }
+
+    /// Graceful stop: ends every lease (telling a waiting client why), removes all shaping,
+    /// forgets the state. After it, every change is refused. Throws the first failure, after
+    /// trying every condition.
+    public func shutdown() throws(ShapingError) {
+        stopping = true
+        var failure: ShapingError?
+        for condition in orderedConditions {
+            endScenario(condition)
+            stopTraces(condition)
+            let previous = condition.policy.effective
+            let lease = condition.policy.lease
+            let runtime = condition.leaseRuntime
+            runtime?.timer?.cancel()
+            condition.leaseRuntime = nil
+            condition.policy = condition.policy.wanting(baseline: nil, lease: nil, now: now)
+            do {
+                try condition.convergence.removeAll()
+                if tearDownSandbox(of: condition) {
+                    condition.stateStore?.remove()
+                }
+            } catch {
+                logger.error("stopping: \(error)")
+                failure = failure ?? error
+            }
+            runtime?.onEnd?(LeaseEvent(event: .ended, reason: .shutdown, status: status(of: condition)))
+            if previous != nil {
+                let detail = lease.map { "ended the lease on '\($0.entry.profile.name)' held by \($0.holder)" }
+                record(condition, from: previous?.profile.name, to: "off", reason: "shutdown", requester: nil, detail: detail)
+            }
+        }
+        restoreForwardingIfNoSandbox(stopping: true)
+        if let failure { throw failure }
+    }
+
+    /// A condition a state file names, when it can be brought back: one in another network
+    /// namespace only while that namespace is the one it was made in. One whose namespace
+    /// ended while no daemon ran is recorded as ended, and its file goes.
+    func recoverableCondition(_ id: ConditionID) -> Condition? {
+        let store = stateDirectory.map { StateStore(directory: $0, condition: id) }
+        let state = store?.load()
+        let hostAddresses = state?.hostAddresses?.compactMap(parseIPAddress) ?? []
+        guard let namespace = id.namespace else { return makeCondition(id, identity: nil, slot: state?.slot, hostAddresses: hostAddresses) }
+        let stored = state?.namespaceIdentity
+        let now = try? namespaces?.identity(at: namespace.path)
+        let sandbox = state?.sandbox.flatMap { $0 <= SandboxAddressing.maximumIndex ? SandboxAddressing(index: $0) : nil }
+        guard let stored, let now, stored == now else {
+            let condition = makeCondition(id, identity: stored)
+            let detail = endOfNamespace(condition, gone: "\(namespace.path) ended while no daemon ran")
+            logger.notice("startup: the network namespace of \(id) is gone; its condition ended with it (\(detail))")
+            record(condition, from: nil, to: "off", reason: "namespace-ended", requester: nil, detail: detail)
+            if let sandbox, !tearDown(sandbox, of: condition) { return nil }
+            store?.remove()
+            return nil
+        }
+        let condition = makeCondition(id, identity: now, slot: state?.slot, hostAddresses: hostAddresses)
+        condition.sandbox = sandbox
+        return condition
+    }
+
+    /// Brings one target's tree to what its conditions' recovered policies want, and records
+    /// for each how.
+    func recover(_ convergence: KernelConvergence, with group: [Condition]) throws(ShapingError) {
+        // Traces start again from their beginning.
+        let whole = group.first { $0.slot == .whole }?.policy.effective?.profile.paced(at: 0).profile
+        let matches = group.compactMap { condition -> MatchedCondition? in
+            guard case .match(let number, let match) = condition.slot, let profile = condition.policy.effective?.profile else { return nil }
+            return MatchedCondition(slot: number, match: match, profile: profile.paced(at: 0).profile)
+        }
+        let interface = convergence.target.interface
+        let outcome = try convergence.recover(whole: whole, matches: matches)
+        group.forEach(followTraces)
+        if case .rebuilt(let deviations) = outcome {
+            for deviation in deviations.prefix(20) {
+                logger.notice("startup: the tree on \(interface) differed: \(deviation)")
+            }
+        }
+        for condition in group {
+            let wanted = condition.policy.effective
+            switch outcome {
+            case .nothingToDo:
+                break
+            case .removedLeftovers:
+                guard condition.slot == .whole else { break }
+                logger.notice("startup: removed the linkcond tree an earlier daemon left on \(interface); nothing was to stay in force")
+                record(condition, from: nil, to: "off", reason: "startup", requester: nil, detail: "removed a tree left by an earlier daemon")
+            case .readopted, .rebuilt:
+                guard wanted != nil else { break }
+                var how = "re-adopted the tree an earlier daemon left"
+                if case .rebuilt(let deviations) = outcome {
+                    how = deviations.isEmpty ? "built it" : "rebuilt it: the tree left was incomplete"
+                }
+                logger.notice("startup: '\(wanted?.profile.name ?? "")' stays in force on \(condition.id): \(how)")
+                record(condition, from: nil, to: wanted?.profile.name ?? "off", reason: "startup", requester: nil, detail: how)
+                scheduleExpiry(condition)
+            }
+        }
+    }
+
+    /// The policy a restarted daemon starts from: the stored one, less a lease that ended
+    /// while no daemon ran (expired, or bound to a client whose connection died with it).
+    func recoveredPolicy(from state: PersistedState?, for id: ConditionID) -> ConditionPolicy {
+        guard let state, state.interface == id.interface, state.namespace == id.namespace?.description else { return ConditionPolicy(baselineSince: now) }
+        let baseline: ProfileEntry?
+        do {
+            baseline = try state.baseline?.entry()
+        } catch {
+            logger.error("startup: ignoring the stored condition on \(id.interface): \(error)")
+            return ConditionPolicy(baselineSince: now)
+        }
+        var lease: Lease?
+        let leaseEntry: ProfileEntry?
+        do {
+            leaseEntry = try state.lease?.profile.entry()
+        } catch {
+            logger.error("startup: dropping the stored lease on \(id.interface): \(error)")
+            leaseEntry = nil
+        }
+        if let stored = state.lease, let entry = leaseEntry {
+            if stored.clientBound {
+                logger.notice("startup: dropping the lease on '\(entry.profile.name)' held by \(stored.holder): its client's connection ended with the previous daemon")
+            } else if let expires = stored.expires, expires <= now {
+                logger.notice("startup: the lease on '\(entry.profile.name)' held by \(stored.holder) expired while no daemon ran")
+            } else {
+                lease = Lease(
+                    id: nextLeaseID(), entry: entry, holder: Requester(document: stored.holder), since: stored.since,
+                    expires: stored.expires, clientBound: false
+                )
+            }
+        }
+        return ConditionPolicy(baseline: baseline, baselineSince: state.baselineSince, lease: lease)
+    }
+}
