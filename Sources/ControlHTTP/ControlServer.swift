@@ -329,22 +329,6 @@ package final class LastWord: Sendable {
     }
 }
 
-/// How many lease streams are open; a stopping daemon waits for them to hear why.
-package final class LeaseStreams: Sendable {
-    private let count = Mutex(0)
-
-    func opened() { count.withLock { $0 += 1 } }
-    func closed() { count.withLock { $0 -= 1 } }
-
-    /// Waits until every lease stream has closed, or `timeout` passed, looking every 10 ms.
-    package func waitUntilClosed(timeout: Duration, on loop: any EventLoop) async {
-        let deadline = ContinuousClock.now + timeout
-        while count.withLock({ $0 }) > 0, ContinuousClock.now < deadline {
-            try? await loop.sleep(for: .milliseconds(10))
-        }
-    }
-}
-
 /// `struct ucred` as `SO_PEERCRED` fills it; Glibc hides the C type behind `_GNU_SOURCE`.
 package struct PeerCredentials: Sendable, Equatable {
     var pid: Int32 = 0
