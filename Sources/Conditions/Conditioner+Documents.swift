@@ -51,7 +51,14 @@ extension Conditioner {
         status.trace = traceDocument(condition)
         status.addresses = condition.hostAddresses.flatMap { $0.isEmpty ? nil : $0.map(formatIPAddress) }
         if verbose {
-            status.kernel = condition.convergence.kernelObjects()
+            status.kernel = condition.convergence.kernelObjects().map { reading in
+                let counters = reading.statistics
+                return KernelObjectDocument(
+                    device: reading.device, object: reading.object, packets: counters.packets, bytes: counters.bytes,
+                    drops: counters.drops, overlimits: counters.overlimits, queuedPackets: counters.queuedPackets,
+                    queuedBytes: counters.queuedBytes
+                )
+            }
         }
         status.sandbox = condition.sandbox.map {
             SandboxDocument(

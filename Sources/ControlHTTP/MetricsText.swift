@@ -1,5 +1,6 @@
 import Conditions
 import Netlink
+import Shaping
 
 /// `GET /metrics`: the conditions and their counters in Prometheus's text format (version
 /// 0.0.4), written directly: a metrics library would cost the daemon more memory than the

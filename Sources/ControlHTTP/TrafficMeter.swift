@@ -1,6 +1,7 @@
 import Conditions
 import ControlAPI
 import Netlink
+import Shaping
 import Synchronization
 
 /// Turns successive readings of the kernel's counters into rates. It keeps no timer and reads

@@ -8,11 +8,16 @@ import Netlink
 package struct DirectionCounters: Sendable, Equatable {
     /// The netem leaves' counters, summed: what they carried, dropped, and hold now (their
     /// queues' packets included).
-    var leaves: TrafficStatistics
+    package var leaves: TrafficStatistics
     /// Dropped by the queues below the leaves, which were full.
     package var queueDrops: UInt64
 
-    static let zero = DirectionCounters(leaves: .zero, queueDrops: 0)
+    package static let zero = DirectionCounters(leaves: .zero, queueDrops: 0)
+
+    package init(leaves: TrafficStatistics, queueDrops: UInt64) {
+        self.leaves = leaves
+        self.queueDrops = queueDrops
+    }
 
     package var bytes: UInt64 { leaves.bytes }
     package var packets: UInt64 { leaves.packets }
@@ -22,12 +27,4 @@ package struct DirectionCounters: Sendable, Equatable {
     /// Dropped by netem itself: the profile's loss (and, should its delay line ever hold its
     /// limit, that overflow).
     package var lossDrops: UInt64 { leaves.drops - min(queueDrops, leaves.drops) }
-}
-
-/// One condition's counters, as read from the kernel at one moment.
-package struct ConditionCounters: Sendable, Equatable {
-    package var id: String
-    package var profile: String?
-    package var uplink: DirectionCounters
-    package var downlink: DirectionCounters
 }

@@ -1,8 +1,6 @@
-import ControlAPI
 import Logging
 import Netlink
 import Profiles
-import Shaping
 
 /// Where in a target's tree a condition's objects are: the whole interface's classes, or the
 /// slot of a condition with a match, which fixes its class, leaf and filter handles.
@@ -17,18 +15,18 @@ package enum ConditionSlot: Hashable {
 /// targets in the daemon's network namespace share (a target in another namespace has an
 /// engine of its own, which enters that namespace).
 package final class KernelConvergence {
-    let target: ShapingTarget
-    let planner: Planner
+    package let target: ShapingTarget
+    package let planner: Planner
     private let engine: ShapingEngine
     private let logger: Logger
     /// The plan the kernel has now, `nil` when linkcond has nothing on the target.
-    private(set) var applied: TrafficPlan?
+    package private(set) var applied: TrafficPlan?
     /// What `applied` was planned from.
     private var whole: Profile?
     private var matches: [UInt16: MatchedCondition] = [:]
 
     /// How start-up found the kernel, for logs and history.
-    enum Recovery: Equatable {
+    package enum Recovery: Equatable {
         /// Nothing to keep, nothing left.
         case nothingToDo
         /// Nothing to keep; an earlier daemon's tree was removed.
@@ -39,7 +37,7 @@ package final class KernelConvergence {
         case rebuilt(deviations: [String])
     }
 
-    init(target: ShapingTarget, planner: Planner, engine: ShapingEngine, logger: Logger) {
+    package init(target: ShapingTarget, planner: Planner, engine: ShapingEngine, logger: Logger) {
         self.target = target
         self.planner = planner
         self.engine = engine
@@ -47,7 +45,7 @@ package final class KernelConvergence {
     }
 
     /// The profile in force in `slot`, `nil` when it has none.
-    func profile(in slot: ConditionSlot) -> Profile? {
+    package func profile(in slot: ConditionSlot) -> Profile? {
         switch slot {
         case .whole: return whole
         case .match(let number, _): return matches[number]?.profile
@@ -55,13 +53,13 @@ package final class KernelConvergence {
     }
 
     /// Whether some condition has objects in the tree.
-    var isInUse: Bool { applied != nil }
+    package var isInUse: Bool { applied != nil }
 
     /// Builds, changes in place, or removes, so that `slot` has `profile`'s objects and every
     /// other slot keeps its own.
     ///
     /// On failure the kernel is back where it was (the engine rolls back) and the error says why.
-    func converge(_ slot: ConditionSlot, to profile: Profile?, replacingForeign: Bool = false) throws(ShapingError) {
+    package func converge(_ slot: ConditionSlot, to profile: Profile?, replacingForeign: Bool = false) throws(ShapingError) {
         var nextWhole = whole
         var nextMatches = matches
         switch slot {
@@ -107,7 +105,7 @@ package final class KernelConvergence {
     /// Start-up: re-adopts a tree that is exactly the wanted one (rewriting its values, which a
     /// daemon killed halfway through a switch may have left mixed), and rebuilds or removes
     /// anything less. `wanted` has every condition of the target that has a profile.
-    func recover(whole: Profile?, matches: [MatchedCondition]) throws(ShapingError) -> Recovery {
+    package func recover(whole: Profile?, matches: [MatchedCondition]) throws(ShapingError) -> Recovery {
         let survey = try engine.survey(target)
         guard let plan = planner.plan(on: target, whole: whole, matches: matches) else {
             guard survey.hasLinkcondObjects else { return .nothingToDo }
@@ -137,27 +135,22 @@ package final class KernelConvergence {
 
     /// linkcond's qdiscs and classes on the interface and its IFB, with their counters; empty
     /// when the kernel cannot be read.
-    func kernelObjects() -> [KernelObjectDocument] {
+    package func kernelObjects() -> [KernelObjectReading] {
         guard let survey = try? engine.survey(target) else { return [] }
-        func documents(_ device: String, qdiscs: [QdiscInfo], classes: [ClassInfo]) -> [KernelObjectDocument] {
-            let objects = qdiscs.filter { ReservedHandles.isLinkcondQdisc($0.handle) || $0.handle == ReservedHandles.ingress }.map { ("qdisc \($0.kind) \($0.handle) parent \($0.parent)", $0.statistics) }
+        func readings(_ device: String, qdiscs: [QdiscInfo], classes: [ClassInfo]) -> [KernelObjectReading] {
+            let ours = qdiscs.filter { ReservedHandles.isLinkcondQdisc($0.handle) || $0.handle == ReservedHandles.ingress }
+            let objects = ours.map { ("qdisc \($0.kind) \($0.handle) parent \($0.parent)", $0.statistics) }
                 + classes.filter { $0.handle.qdisc == ReservedHandles.root }.map { ("class \($0.kind) \($0.handle) parent \($0.parent)", $0.statistics) }
-            return objects.map { object, statistics in
-                let counters = statistics ?? .zero
-                return KernelObjectDocument(
-                    device: device, object: object, packets: counters.packets, bytes: counters.bytes, drops: counters.drops,
-                    overlimits: counters.overlimits, queuedPackets: counters.queuedPackets, queuedBytes: counters.queuedBytes
-                )
-            }
+            return objects.map { KernelObjectReading(device: device, object: $0, statistics: $1 ?? .zero) }
         }
-        return documents(target.interface, qdiscs: survey.qdiscs, classes: survey.classes)
-            + documents(target.ifb, qdiscs: survey.ifbQdiscs, classes: survey.ifbClasses)
+        return readings(target.interface, qdiscs: survey.qdiscs, classes: survey.classes)
+            + readings(target.ifb, qdiscs: survey.ifbQdiscs, classes: survey.ifbClasses)
     }
 
     /// The counters of each slot's leaves and of the queues below them, summed per direction,
     /// from one survey of the target: the whole interface's bulk and DNS leaves, or a matched
     /// condition's own leaf. A slot without a profile has none.
-    func counters(of slots: [ConditionSlot]) -> [ConditionSlot: (uplink: DirectionCounters, downlink: DirectionCounters)] {
+    package func counters(of slots: [ConditionSlot]) -> [ConditionSlot: (uplink: DirectionCounters, downlink: DirectionCounters)] {
         let wanted = slots.filter { profile(in: $0) != nil }
         guard !wanted.isEmpty, let survey = try? engine.survey(target) else { return [:] }
         func byHandle(_ qdiscs: [QdiscInfo]) -> [TrafficControlHandle: TrafficStatistics] {
@@ -182,20 +175,20 @@ package final class KernelConvergence {
     }
 
     /// What the kernel has on the target now.
-    func survey() throws(ShapingError) -> KernelSurvey {
+    package func survey() throws(ShapingError) -> KernelSurvey {
         try engine.survey(target)
     }
 
     /// Forgets the applied tree without touching the kernel: its namespace, and every object
     /// in it, is gone.
-    func forget() {
+    package func forget() {
         applied = nil
         whole = nil
         matches = [:]
     }
 
     /// Removes every linkcond object from the target, whatever this daemon believes it applied.
-    func removeAll() throws(ShapingError) {
+    package func removeAll() throws(ShapingError) {
         forget()
         try engine.remove(target)
     }
@@ -206,4 +199,12 @@ package final class KernelConvergence {
         guard error.netlink?.code == .notFound || error.netlink?.code == .noSuchDevice else { return false }
         return try !engine.survey(target).isComplete(for: plan)
     }
+}
+
+/// One of linkcond's kernel objects as read: on which device, which qdisc or class, its counters.
+package struct KernelObjectReading: Sendable, Equatable {
+    package var device: String
+    /// `qdisc netem 7a10: parent 7a00:10`, `class htb 7a00:10 parent 7a00:1`.
+    package var object: String
+    package var statistics: TrafficStatistics
 }
