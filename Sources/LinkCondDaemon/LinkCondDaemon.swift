@@ -104,95 +104,45 @@ public struct LinkCondDaemon: Service {
 
     /// Serves until a graceful shutdown (SIGTERM, SIGINT), then removes all shaping.
     ///
-    /// Stopping runs while connections are still open: a lease's client hears that the daemon
-    /// stops (and why its condition ended) before the socket closes.
+    /// The daemon's parts run as services, stopped in the reverse order of their start: the
+    /// conditions first (while the sockets still serve, so that a lease's client hears why its
+    /// condition ended), then the namespace watch, the metrics listener and the control socket.
     public func run() async throws {
         let channel = try await server.bind()
         defer {
             if case .path(let path) = configuration.socket { SocketFile.remove(path: path) }
         }
-        let metricsChannel: NIOAsyncChannel<ControlServer.Accepted, Never>?
+        var listeners = [ListenerService(server: server, channel: channel, description: "the control socket")]
         do {
-            metricsChannel = try await metricsServer?.bind()
+            if let metricsServer, let metricsListen = configuration.metricsListen {
+                let metricsChannel = try await metricsServer.bind()
+                listeners.append(ListenerService(server: metricsServer, channel: metricsChannel, description: "GET /metrics on \(metricsListen)"))
+                logger.notice("serving GET /metrics on \(metricsListen.description)")
+            }
         } catch {
             try? await channel.channel.close()
             throw DaemonError(code: .socket, message: "cannot listen for metrics on \(configuration.metricsListen.map(\.description) ?? ""): \(error)")
         }
-        if let metricsListen = configuration.metricsListen {
-            logger.notice("serving GET /metrics on \(metricsListen.description)")
-        }
+        let conditions = ConditionsService(
+            conditioner: conditioner, leaseStreams: server.leaseStreams, notifier: notifier,
+            interface: configuration.interface, logger: logger
+        )
+        let services: [any Service] = listeners + [NamespaceWatch(conditioner: conditioner), conditions]
+        let parts = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: services.map {
+                .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+            },
+            logger: logger
+        ))
         logger.notice("ready: shaping \(configuration.interface), control socket \(configuration.socketDescription), exempt: \(configuration.exemptions.summary)")
         notifier.ready(status: "shaping \(configuration.interface)")
-        let stopping = Mutex<Task<ShapingError?, Never>?>(nil)
-        let stop: @Sendable () -> Task<ShapingError?, Never> = {
-            stopping.withLock { task in
-                if let task { return task }
-                let started = Task { await self.stop(closing: channel, metricsChannel) }
-                task = started
-                return started
-            }
+        try await withGracefulShutdownHandler {
+            try await parts.run()
+        } onGracefulShutdown: {
+            Task { await parts.triggerGracefulShutdown() }
         }
-        var serveError: (any Error)?
-        await withTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { await endConditionsInVanishedNamespaces() }
-            if let metricsServer, let metricsChannel {
-                tasks.addTask { try? await metricsServer.serve(metricsChannel) }
-            }
-            // Stopping closes the listening socket instead of cancelling the accept loop: the
-            // loop then still takes every connection already accepted, which NIO requires to
-            // be closed through executeThenClose (a dropped one traps).
-            do {
-                try await withGracefulShutdownHandler {
-                    try await server.serve(channel)
-                } onGracefulShutdown: {
-                    _ = stop()
-                }
-            } catch {
-                serveError = error
-            }
-            tasks.cancelAll()
-        }
-        if let failure = await stop().value {
+        if let failure = conditions.failure.withLock({ $0 }) {
             throw failure
-        }
-        if let serveError {
-            throw serveError
-        }
-    }
-
-    /// Ends any lease (its client hears why), removes all shaping, waits briefly for lease
-    /// clients to get their last line, then closes the listening socket.
-    private func stop(
-        closing channel: NIOAsyncChannel<ControlServer.Accepted, Never>, _ metricsChannel: NIOAsyncChannel<ControlServer.Accepted, Never>?
-    ) async -> ShapingError? {
-        notifier.stopping()
-        logger.notice("stopping: removing all shaping from \(configuration.interface)")
-        var failure: ShapingError?
-        do {
-            try await conditioner.shutdown()
-        } catch {
-            logger.error("stopping: \(error)")
-            failure = error
-        }
-        await server.leaseStreams.waitUntilClosed(timeout: .seconds(2), on: conditioner.eventLoop)
-        try? await channel.channel.close()
-        try? await metricsChannel?.channel.close()
-        return failure
-    }
-
-    /// A container's namespace ends without telling anyone: every second, the conditions in
-    /// other namespaces are checked for theirs (a stat of a file each, no netlink). Without
-    /// such a condition nothing is checked and no timer runs: an idle daemon woke each second
-    /// for it (239 context switches a minute, 2026-11-26).
-    private func endConditionsInVanishedNamespaces() async {
-        while !Task.isCancelled {
-            await conditioner.untilConditionsInOtherNamespaces()
-            do {
-                try await conditioner.eventLoop.sleep(for: .seconds(1))
-            } catch {
-                return
-            }
-            await conditioner.endConditionsInVanishedNamespaces()
         }
     }
 
