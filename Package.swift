@@ -70,8 +70,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The words daemon and client share: condition ids, peers, namespaces, durations, lease
+        // holders, error codes. The domain speaks them without the API's documents.
+        .target(name: "LinkCondVocabulary", dependencies: ["IPAddressText"]),
         // Codable request and response types shared by daemon and client.
-        .target(name: "ControlAPI", dependencies: ["IPAddressText"]),
+        .target(name: "ControlAPI", dependencies: ["LinkCondVocabulary", "IPAddressText"]),
         // HTTP/1.1 over the daemon's Unix socket: the CLI's client, and the library product.
         .target(
             name: "LinkCondClient",

@@ -451,7 +451,7 @@ public struct LeaseTicket: Sendable, Equatable {
 }
 
 extension Requester {
-    init(document: HolderDocument) {
+    init(document: Holder) {
         self.init(uid: document.uid, gid: 0, pid: document.pid, user: document.user, command: document.command)
     }
 }

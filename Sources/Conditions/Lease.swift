@@ -29,7 +29,7 @@ package struct Lease: Sendable, Equatable {
 /// A lease is held and the request did not ask to take over.
 public struct LeaseConflictError: Error, Sendable, CustomStringConvertible {
     public var profile: String
-    public var holder: HolderDocument
+    public var holder: Holder
     public var secondsLeft: Int?
     /// The requester is the holder (same uid): `release` ends it and brings the baseline back.
     public var heldByRequester: Bool
@@ -47,7 +47,7 @@ public struct LeaseConflictError: Error, Sendable, CustomStringConvertible {
 
 /// There is no lease to release, or it is someone else's.
 public struct NoLeaseError: Error, Sendable, CustomStringConvertible {
-    public var holder: HolderDocument?
+    public var holder: Holder?
     public var description: String {
         guard let holder else { return "there is no lease to release" }
         return "the lease is held by \(holder), not by you"

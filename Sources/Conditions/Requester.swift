@@ -93,8 +93,8 @@ public struct Requester: Sendable, Equatable, CustomStringConvertible {
         return String(cString: name)
     }
 
-    public var document: HolderDocument {
-        HolderDocument(uid: uid, user: user, pid: pid, command: command)
+    public var document: Holder {
+        Holder(uid: uid, user: user, pid: pid, command: command)
     }
 
     public var description: String { document.description }

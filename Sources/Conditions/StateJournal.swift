@@ -63,7 +63,7 @@ package struct PersistedState: Codable, Equatable {
 
     package struct StoredLease: Codable, Equatable {
         package var profile: StoredProfile
-        var holder: HolderDocument
+        var holder: Holder
         var since: Date
         var expires: Date?
         var clientBound: Bool
@@ -229,7 +229,7 @@ package struct StateStore: Sendable {
     let url: URL
 
     package init(directory: String, condition id: ConditionID) {
-        self.url = URL(fileURLWithPath: directory).appendingPathComponent(APIPath.percentEncode(id.description) + Self.suffix)
+        self.url = URL(fileURLWithPath: directory).appendingPathComponent(PercentEncoding.encode(id.description) + Self.suffix)
     }
 
     /// The conditions a state directory has files for, by name; a file whose name cannot be a
@@ -237,7 +237,7 @@ package struct StateStore: Sendable {
     package static func storedConditions(in directory: String?) -> [ConditionID] {
         guard let directory, let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
         return names.sorted().compactMap { name in
-            guard name.hasSuffix(suffix), let text = APIPath.percentDecode(name.dropLast(suffix.count)),
+            guard name.hasSuffix(suffix), let text = PercentEncoding.decode(name.dropLast(suffix.count)),
                   let id = try? ConditionID(parsing: text), !id.interface.isEmpty
             else { return nil }
             return id

@@ -9,14 +9,14 @@ public struct HistoryEntryDocument: Codable, Sendable, Equatable {
     /// `taken-over`, `reload`, `startup`, `shutdown`.
     public var reason: String
     /// Who asked; absent for the daemon's own changes (expiry, start-up, shutdown, SIGHUP reload).
-    public var requester: HolderDocument?
+    public var requester: Holder?
     /// Extra context, e.g. `lease 30s`.
     public var detail: String?
     /// The condition that changed (its id: the interface); absent in entries older than plural
     /// conditions, which were all on the daemon's default interface.
     public var condition: String?
 
-    public init(time: String, condition: String? = nil, from: String, to: String, reason: String, requester: HolderDocument?, detail: String?) {
+    public init(time: String, condition: String? = nil, from: String, to: String, reason: String, requester: Holder?, detail: String?) {
         self.time = time
         self.condition = condition
         self.from = from

@@ -1,36 +1,6 @@
-/// Who made a request, as the daemon learned it from the socket's peer credentials.
-public struct HolderDocument: Codable, Sendable, Equatable, CustomStringConvertible {
-    public var uid: UInt32
-    /// The user name, when the uid has one.
-    public var user: String?
-    public var pid: Int32
-    /// The peer's command line, when it could be read.
-    public var command: String?
-
-    public init(uid: UInt32, user: String?, pid: Int32, command: String?) {
-        self.uid = uid
-        self.user = user
-        self.pid = pid
-        self.command = command
-    }
-
-    /// As shown to users outside root and the daemon's group: who and which program, but not
-    /// the arguments, which may hold what their user did not mean to publish.
-    public var withoutArguments: HolderDocument {
-        var shown = self
-        shown.command = command.flatMap { $0.split(separator: " ").first }.map { String($0.split(separator: "/").last ?? $0) }
-        return shown
-    }
-
-    /// `uid 1000 (alice), pid 4242 'pytest -k offline'`.
-    public var description: String {
-        var text = "uid \(uid)"
-        if let user { text += " (\(user))" }
-        text += ", pid \(pid)"
-        if let command, !command.isEmpty { text += " '\(command)'" }
-        return text
-    }
-}
+/// The name the client library's users knew `Holder` by.
+@available(*, deprecated, renamed: "Holder")
+public typealias HolderDocument = Holder
 
 /// A condition that ends by itself: after a time, or when the client that asked for it goes away.
 public struct LeaseDocument: Codable, Sendable, Equatable {
@@ -42,7 +12,7 @@ public struct LeaseDocument: Codable, Sendable, Equatable {
     }
 
     public var profile: String
-    public var holder: HolderDocument
+    public var holder: Holder
     public var kind: Kind
     /// ISO 8601, UTC; absent for a client-bound lease without a maximum.
     public var expires: String?
@@ -51,7 +21,7 @@ public struct LeaseDocument: Codable, Sendable, Equatable {
     /// What comes back when the lease ends: a profile name, or `off`.
     public var restores: String
 
-    public init(profile: String, holder: HolderDocument, kind: Kind, expires: String?, secondsLeft: Int?, restores: String) {
+    public init(profile: String, holder: Holder, kind: Kind, expires: String?, secondsLeft: Int?, restores: String) {
         self.profile = profile
         self.holder = holder
         self.kind = kind
@@ -124,10 +94,10 @@ public struct LeaseEvent: Codable, Sendable, Equatable {
     public var event: Event
     public var reason: EndReason?
     /// Who took over, for `taken-over`.
-    public var by: HolderDocument?
+    public var by: Holder?
     public var status: StatusResponse
 
-    public init(event: Event, reason: EndReason? = nil, by: HolderDocument? = nil, status: StatusResponse) {
+    public init(event: Event, reason: EndReason? = nil, by: Holder? = nil, status: StatusResponse) {
         self.event = event
         self.reason = reason
         self.by = by

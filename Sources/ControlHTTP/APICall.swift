@@ -118,7 +118,7 @@ package enum APICall: Sendable, Equatable {
             let isLease = rest.hasSuffix(leaseSuffix), isNext = rest.hasSuffix(nextSuffix)
             if isLease { rest = rest.dropLast(leaseSuffix.count) }
             if isNext { rest = rest.dropLast(nextSuffix.count) }
-            guard let name = APIPath.percentDecode(rest) else {
+            guard let name = PercentEncoding.decode(rest) else {
                 throw .badRequest("malformed condition id in the path")
             }
             let id = try conditionID(name)
@@ -132,7 +132,7 @@ package enum APICall: Sendable, Equatable {
         case _ where path.hasPrefix(APIPath.profiles + "/"):
             try require(request, .GET)
             let encoded = path.dropFirst(APIPath.profiles.count + 1)
-            guard let name = APIPath.percentDecode(encoded), !name.isEmpty, !name.contains("/"), name.utf8.count <= 256 else {
+            guard let name = PercentEncoding.decode(encoded), !name.isEmpty, !name.contains("/"), name.utf8.count <= 256 else {
                 throw .badRequest("malformed profile name in the path")
             }
             return .profile(name: name)

@@ -34,8 +34,8 @@ package struct ControlRequest: Sendable {
         var query: [String: String] = [:]
         for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
             let equals = pair.firstIndex(of: "=")
-            guard let name = APIPath.percentDecode(pair[..<(equals ?? pair.endIndex)], plusAsSpace: true), !name.isEmpty,
-                  let value = APIPath.percentDecode(equals.map { pair[pair.index(after: $0)...] } ?? "", plusAsSpace: true),
+            guard let name = PercentEncoding.decode(pair[..<(equals ?? pair.endIndex)], plusAsSpace: true), !name.isEmpty,
+                  let value = PercentEncoding.decode(equals.map { pair[pair.index(after: $0)...] } ?? "", plusAsSpace: true),
                   query[name] == nil, query.count < maximumQueryParameters
             else { return nil }
             query[name] = value

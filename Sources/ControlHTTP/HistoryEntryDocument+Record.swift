@@ -6,7 +6,7 @@ extension HistoryEntryDocument {
     init(_ record: HistoryRecord) {
         self.init(
             time: record.time, condition: record.condition, from: record.from, to: record.to, reason: record.reason,
-            requester: record.requester.map { HolderDocument(uid: $0.uid, user: $0.user, pid: $0.pid, command: $0.command) },
+            requester: record.requester.map { Holder(uid: $0.uid, user: $0.user, pid: $0.pid, command: $0.command) },
             detail: record.detail
         )
     }

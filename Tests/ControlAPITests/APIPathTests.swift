@@ -35,7 +35,7 @@ struct APIPathTests {
         ("", ""),
     ])
     func encodes(text: String, encoded: String) {
-        #expect(APIPath.percentEncode(text) == encoded)
+        #expect(PercentEncoding.encode(text) == encoded)
     }
 
     @Test("decoding accepts upper- and lower-case hex and leaves other text alone", arguments: [
@@ -49,7 +49,7 @@ struct APIPathTests {
         ("", ""),
     ])
     func decodes(text: String, decoded: String) {
-        #expect(APIPath.percentDecode(Substring(text)) == decoded)
+        #expect(PercentEncoding.decode(Substring(text)) == decoded)
     }
 
     static let roundTripSamples: [String] = [
@@ -60,12 +60,12 @@ struct APIPathTests {
         + [String((0...127).map { Character(Unicode.Scalar(UInt8($0))) })]
         + (0...127).map { String(Character(Unicode.Scalar(UInt8($0)))) }
 
-    @Test("percentDecode inverts percentEncode")
+    @Test("PercentEncoding.decode inverts encode")
     func roundTrip() {
         for text in Self.roundTripSamples {
-            let encoded = APIPath.percentEncode(text)
+            let encoded = PercentEncoding.encode(text)
             #expect(encoded.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-._~%".contains($0)) }, "\(encoded)")
-            #expect(APIPath.percentDecode(Substring(encoded)) == text, "\(text.debugDescription) encoded as \(encoded)")
+            #expect(PercentEncoding.decode(Substring(encoded)) == text, "\(text.debugDescription) encoded as \(encoded)")
         }
     }
 
@@ -73,23 +73,23 @@ struct APIPathTests {
     func decodesSubstring() throws {
         let path = APIPath.profile("100% Loss")
         let name = path.dropFirst(APIPath.profiles.count + 1)
-        #expect(APIPath.percentDecode(name) == "100% Loss")
+        #expect(PercentEncoding.decode(name) == "100% Loss")
         let middle = "/x/Slow%20Net/y".split(separator: "/")[1]
-        #expect(APIPath.percentDecode(middle) == "Slow Net")
+        #expect(PercentEncoding.decode(middle) == "Slow Net")
     }
 
     @Test("malformed escapes are refused", arguments: ["%", "%4", "%zz", "%g0", "%0g", "abc%", "abc%4", "100%", "%%", "% 4", "%4 "])
     func malformed(text: String) {
-        #expect(APIPath.percentDecode(Substring(text)) == nil)
+        #expect(PercentEncoding.decode(Substring(text)) == nil)
     }
 
     @Test("escapes that are not UTF-8 are refused", arguments: ["%FF", "%C3", "%C3%28", "%E6%97", "%80"])
     func notUTF8(text: String) {
-        #expect(APIPath.percentDecode(Substring(text)) == nil)
+        #expect(PercentEncoding.decode(Substring(text)) == nil)
     }
 
     @Test("a sign inside an escape is malformed", arguments: ["%+1", "%+F", "%+a", "a%+4b", "%-0"])
     func signedEscape(text: String) {
-        #expect(APIPath.percentDecode(Substring(text)) == nil)
+        #expect(PercentEncoding.decode(Substring(text)) == nil)
     }
 }

@@ -44,7 +44,7 @@ struct PeerSpecTests {
         name += "." + String(repeating: "b", count: PeerSpec.maximumHostNameLength - name.utf8.count - 1)
         #expect(name.utf8.count == PeerSpec.maximumHostNameLength)
         let id = try ConditionID(parsing: "pid/4194304/abcdefghijklmno@\(name):65535/udp")
-        #expect(APIPath.percentEncode(id.description).utf8.count + ".state.json".utf8.count <= 255)
+        #expect(PercentEncoding.encode(id.description).utf8.count + ".state.json".utf8.count <= 255)
         #expect(throws: PeerSpecError.self) { try PeerSpec(parsing: name + "b") }
     }
 

@@ -62,7 +62,7 @@ struct WatchViewTests {
         var view = WatchView()
         view.record(Self.stats(nil))
         view.record(Self.stats(32_000, dropped: 7))
-        let holder = HolderDocument(uid: 0, user: "root", pid: 42, command: "pytest")
+        let holder = Holder(uid: 0, user: "root", pid: 42, command: "pytest")
         let conditions = ConditionListResponse(conditions: [
             Self.status("eth0", "Slow Net", lease: LeaseDocument(profile: "Slow Net", holder: holder, kind: .timed, expires: nil, secondsLeft: 25, restores: "off")),
             Self.status("eth1", nil),

@@ -65,7 +65,7 @@ struct HistoryFileTests {
         let written = [
             HistoryEntryDocument(
                 time: "2026-11-27T09:00:00Z", condition: "eth0@10.0.0.5:443", from: "off", to: "Slow Net", reason: "lease",
-                requester: HolderDocument(uid: 1000, user: "alice", pid: 4242, command: "pytest -k offline"), detail: "lease 30s"
+                requester: Holder(uid: 1000, user: "alice", pid: 4242, command: "pytest -k offline"), detail: "lease 30s"
             ),
             HistoryEntryDocument(time: "2026-11-27T09:00:30Z", from: "Slow Net", to: "off", reason: "lease-expired", requester: nil, detail: nil),
         ]
@@ -94,7 +94,7 @@ struct RedactionTests {
 
     @Test("Users outside the group see the program, not its arguments")
     func publicView() {
-        let holder = HolderDocument(uid: 1000, user: "alice", pid: 42, command: "/usr/bin/pytest -k offline --token ***")
+        let holder = Holder(uid: 1000, user: "alice", pid: 42, command: "/usr/bin/pytest -k offline --token ***")
         #expect(holder.withoutArguments.command == "pytest")
         #expect(holder.withoutArguments.uid == 1000)
     }
