@@ -94,7 +94,7 @@ let package = Package(
         .target(
             name: "Conditions",
             dependencies: [
-                "ControlAPI", "HostFacts", "IPAddressText", "Netlink", "Profiles", "Shaping", "Sandboxes",
+                "LinkCondVocabulary", "HostFacts", "IPAddressText", "Netlink", "Profiles", "Shaping", "Sandboxes",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -3,7 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import ControlAPI
+import LinkCondVocabulary
 import Netlink
 import NIOCore
 import Profiles
@@ -21,7 +21,7 @@ package final class Condition {
     struct LeaseRuntime {
         var leaseID: UInt64
         var timer: Scheduled<Void>?
-        var onEnd: (@Sendable (LeaseEvent) -> Void)?
+        var onEnd: (@Sendable (LeaseEnd) -> Void)?
     }
 
     let id: ConditionID

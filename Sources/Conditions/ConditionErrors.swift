@@ -1,4 +1,4 @@
-import ControlAPI
+import LinkCondVocabulary
 
 /// A condition was asked for on an interface its network namespace does not have.
 public struct UnknownInterfaceError: Error, Sendable, CustomStringConvertible {

@@ -1,9 +1,9 @@
-import ControlAPI
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
+import LinkCondVocabulary
 import Profiles
 
 /// What should be in force, and who may change it: a *baseline* (set by plain `activate` and
@@ -30,7 +30,7 @@ package struct ConditionPolicy: Sendable, Equatable {
     func checkNoLease(against requester: Requester, force: Bool, now: Date) throws(LeaseConflictError) {
         guard let lease, !force else { return }
         throw LeaseConflictError(
-            profile: lease.entry.profile.name, holder: lease.holder.document, secondsLeft: lease.secondsLeft(at: now),
+            profile: lease.entry.profile.name, holder: lease.holder.holder, secondsLeft: lease.secondsLeft(at: now),
             heldByRequester: lease.isHeld(by: requester), clientBound: lease.clientBound
         )
     }

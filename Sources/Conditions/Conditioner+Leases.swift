@@ -1,10 +1,10 @@
-import ControlAPI
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
 import IPAddressText
+import LinkCondVocabulary
 import Logging
 import Netlink
 import NIOCore
@@ -24,8 +24,8 @@ extension Conditioner {
     public func hold(
         _ choice: ProfileChoice, on id: ConditionID? = nil, by requester: Requester, maximum: LeaseDuration?, force: Bool = false,
         replacingForeign: Bool = false, sandbox: Bool = false, hostAddresses: [[UInt8]] = [],
-        onEnd: @escaping @Sendable (LeaseEvent) -> Void
-    ) throws -> (lease: LeaseTicket, status: StatusResponse) {
+        onEnd: @escaping @Sendable (LeaseEnd) -> Void
+    ) throws -> (lease: LeaseTicket, status: ConditionSnapshot) {
         try checkRunning()
         let (entry, scenario) = try resolve(choice)
         let condition = try sandbox ? makeSandbox(try resolved(id), for: requester) : self.condition(id, hostAddresses: hostAddresses)
@@ -42,34 +42,34 @@ extension Conditioner {
         notifyTakeOver(displaced, on: condition, by: requester)
         let playing = scenario.map { "plays '\($0.entry.scenario.name)' " } ?? ""
         record(condition, from: previous, reason: "lease", requester: requester, detail: playing + "while its client runs" + (maximum.map { ", at most \($0)" } ?? ""))
-        return (LeaseTicket(condition: condition.id, leaseID: lease.id), status(of: condition))
+        return (LeaseTicket(condition: condition.id, leaseID: lease.id), snapshot(of: condition))
     }
 
     /// The client of a client-bound lease closed its connection: bring the baseline back.
     /// Returns the new status, or `nil` if the lease had already ended.
-    public func release(_ ticket: LeaseTicket) -> StatusResponse? {
+    public func release(_ ticket: LeaseTicket) -> ConditionSnapshot? {
         guard let condition = conditions[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return nil }
         defer { dropIfIdle(condition) }
         // A sandbox's command, alone in it, usually ends before its client lets go.
-        if condition.sandbox != nil, endIfNamespaceVanished(condition) { return status(of: condition) }
+        if condition.sandbox != nil, endIfNamespaceVanished(condition) { return snapshot(of: condition) }
         endLease(condition, reason: "lease-released", detail: "client closed its connection")
         endSandboxCondition(condition)
-        return status(of: condition)
+        return snapshot(of: condition)
     }
 
     /// `linkcond release`: the holder ends their own lease early and gets the baseline back.
-    public func releaseLease(on id: ConditionID? = nil, by requester: Requester) throws -> StatusResponse {
+    public func releaseLease(on id: ConditionID? = nil, by requester: Requester) throws -> ConditionSnapshot {
         try checkRunning()
         let id = try resolved(id)
         guard let condition = conditions[id], let lease = condition.policy.lease, lease.isHeld(by: requester) else {
-            throw NoLeaseError(holder: conditions[id]?.policy.lease?.holder.document)
+            throw NoLeaseError(holder: conditions[id]?.policy.lease?.holder.holder)
         }
         defer { dropIfIdle(condition) }
         let previous = condition.policy.effective
         let ended = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: nil, now: now), replacingForeign: false)
         record(condition, from: previous, reason: "lease-released", requester: requester, detail: "ended early by its holder (\(lease.entry.profile.name))")
-        ended?.onEnd?(LeaseEvent(event: .ended, reason: .released, status: status(of: condition)))
-        return status(of: condition)
+        ended?.onEnd?(LeaseEnd(reason: .released, condition: snapshot(of: condition)))
+        return snapshot(of: condition)
     }
 
     func nextLeaseID() -> UInt64 {
@@ -81,11 +81,11 @@ extension Conditioner {
     func notifyTakeOver(_ displaced: Condition.LeaseRuntime?, on condition: Condition, by requester: Requester) {
         guard let displaced else { return }
         logger.notice("lease \(displaced.leaseID) on \(condition.id) taken over by \(requester)")
-        displaced.onEnd?(LeaseEvent(event: .ended, reason: .takenOver, by: requester.document, status: status(of: condition)))
+        displaced.onEnd?(LeaseEnd(reason: .takenOver(by: requester.holder), condition: snapshot(of: condition)))
     }
 
     /// One timer for a condition's current lease's end: no wakeups at all while there is no lease.
-    func scheduleExpiry(_ condition: Condition, onEnd: (@Sendable (LeaseEvent) -> Void)? = nil) {
+    func scheduleExpiry(_ condition: Condition, onEnd: (@Sendable (LeaseEnd) -> Void)? = nil) {
         guard let lease = condition.policy.lease, condition.leaseRuntime?.leaseID != lease.id else { return }
         var runtime = Condition.LeaseRuntime(leaseID: lease.id, onEnd: onEnd)
         if let expires = lease.expires {
@@ -103,7 +103,7 @@ extension Conditioner {
         defer { dropIfIdle(condition) }
         let ended = endLease(condition, reason: "lease-expired", detail: nil)
         endSandboxCondition(condition)
-        ended?.onEnd?(LeaseEvent(event: .ended, reason: .expired, status: status(of: condition)))
+        ended?.onEnd?(LeaseEnd(reason: .expired, condition: snapshot(of: condition)))
     }
 
     /// Ends a condition's current lease and brings its baseline back; returns the ended lease's

@@ -1,4 +1,3 @@
-import ControlAPI
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -6,6 +5,7 @@ import Foundation
 #endif
 import HostFacts
 import IPAddressText
+import LinkCondVocabulary
 import Logging
 import Netlink
 import Profiles
@@ -74,7 +74,7 @@ extension Conditioner {
         let detail = endOfNamespace(condition, gone: "\(namespace.path) is gone")
         logger.notice("the network namespace of \(condition.id) (\(namespace.path)) is gone; its condition ended with it (\(detail))")
         record(condition, from: previous?.profile.name, to: "off", reason: "namespace-ended", requester: nil, detail: detail)
-        runtime?.onEnd?(LeaseEvent(event: .ended, reason: .namespaceEnded, status: status(of: condition)))
+        runtime?.onEnd?(LeaseEnd(reason: .namespaceEnded, condition: snapshot(of: condition)))
         dropIfIdle(condition)
         return true
     }

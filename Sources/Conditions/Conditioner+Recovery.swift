@@ -1,10 +1,10 @@
-import ControlAPI
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
 import IPAddressText
+import LinkCondVocabulary
 import Logging
 import Netlink
 import Profiles
@@ -84,7 +84,7 @@ extension Conditioner {
                 logger.error("stopping: \(error)")
                 failure = failure ?? error
             }
-            runtime?.onEnd?(LeaseEvent(event: .ended, reason: .shutdown, status: status(of: condition)))
+            runtime?.onEnd?(LeaseEnd(reason: .shutdown, condition: snapshot(of: condition)))
             if previous != nil {
                 let detail = lease.map { "ended the lease on '\($0.entry.profile.name)' held by \($0.holder)" }
                 record(condition, from: previous?.profile.name, to: "off", reason: "shutdown", requester: nil, detail: detail)
@@ -184,7 +184,7 @@ extension Conditioner {
                 logger.notice("startup: the lease on '\(entry.profile.name)' held by \(stored.holder) expired while no daemon ran")
             } else {
                 lease = Lease(
-                    id: nextLeaseID(), entry: entry, holder: Requester(document: stored.holder), since: stored.since,
+                    id: nextLeaseID(), entry: entry, holder: Requester(holder: stored.holder), since: stored.since,
                     expires: stored.expires, clientBound: false
                 )
             }

@@ -1,4 +1,4 @@
-import ControlAPI
+import LinkCondVocabulary
 import Netlink
 import Sandboxes
 import Shaping

@@ -1,9 +1,9 @@
-import ControlAPI
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
+import LinkCondVocabulary
 import NIOCore
 import Profiles
 
@@ -23,11 +23,8 @@ extension Conditioner {
     static let fastestTriggerPoll = TimeAmount.milliseconds(5)
     static let slowestTriggerPoll = TimeAmount.milliseconds(100)
 
-    public func scenarios() -> ScenarioListResponse {
-        ScenarioListResponse(
-            scenarios: scenarioCatalog.sortedEntries.map(ScenarioSummary.init),
-            problems: scenarioCatalog.problems.map(ProfileProblem.init)
-        )
+    public func scenarios() -> ScenarioCatalog {
+        scenarioCatalog
     }
 
     /// Resolves a scenario and draws its first step; nothing changes yet.
@@ -73,7 +70,7 @@ extension Conditioner {
     }
 
     /// `linkcond next`: the condition's scenario moves on now, whatever its step waits for.
-    public func next(on id: ConditionID? = nil, by requester: Requester) throws -> StatusResponse {
+    public func next(on id: ConditionID? = nil, by requester: Requester) throws -> ConditionSnapshot {
         try checkRunning()
         let id = try resolved(id)
         guard let condition = conditions[id], let run = condition.scenario else {
@@ -83,7 +80,7 @@ extension Conditioner {
         // A scenario in someone else's lease is theirs to move on (the test under `run`, as the same user).
         try condition.policy.checkNoLease(against: requester, force: condition.policy.lease?.isHeld(by: requester) ?? true, now: now)
         try advance(condition, cause: "after linkcond next", requester: requester)
-        return status(of: condition)
+        return snapshot(of: condition)
     }
 
     /// Ends the current step and starts the next one, in place; the last step's end finishes
@@ -220,32 +217,32 @@ extension Conditioner {
         }
     }
 
-    package func scenarioDocument(_ condition: Condition) -> ScenarioStatusDocument? {
+    package func scenarioProgress(_ condition: Condition) -> ScenarioProgress? {
         guard let run = condition.scenario else { return nil }
         let now = Date()
         let toTheMillisecond = { (seconds: Double) in (seconds * 1000).rounded() / 1000 }
-        var document = ScenarioStatusDocument(
+        var progress = ScenarioProgress(
             name: run.scenario.name, file: run.entry.file, seed: run.schedule.seed, step: run.play.index + 1,
             steps: run.scenario.steps.count, stepName: run.step.displayName, round: run.play.round,
-            stepSince: run.stepSince.formatted(.iso8601), secondsInStep: toTheMillisecond(run.secondsInStep(now: now)),
+            stepSince: run.stepSince, secondsInStep: toTheMillisecond(run.secondsInStep(now: now)),
             endsBy: run.endsBy, finished: run.finished,
             timeInSteps: run.timeInSteps(now: now).map {
-                StepTimeDocument(step: $0.index + 1, name: run.scenario.steps[$0.index].displayName, seconds: toTheMillisecond($0.seconds))
+                ScenarioProgress.StepTime(step: $0.index + 1, name: run.scenario.steps[$0.index].displayName, seconds: toTheMillisecond($0.seconds))
             }
         )
         if !run.finished, let end = run.plannedEnd {
-            document.secondsLeft = max(0, Double((end - .now()).nanoseconds) / 1e9)
+            progress.secondsLeft = max(0, Double((end - .now()).nanoseconds) / 1e9)
         }
         if !run.finished, let trigger = run.step.trigger {
-            document.trigger = TriggerProgressDocument(
+            progress.trigger = ScenarioProgress.TriggerProgress(
                 direction: trigger.direction.rawValue, unit: trigger.unit.rawValue, threshold: trigger.threshold, progress: run.triggerProgress
             )
         }
         if !run.finished, run.schedule.hasNext {
             var peek = run.schedule
-            document.next = peek.next().map { run.scenario.steps[$0.index].displayName }
+            progress.next = peek.next().map { run.scenario.steps[$0.index].displayName }
         }
-        return document
+        return progress
     }
 }
 
@@ -253,22 +250,4 @@ extension Conditioner {
 package struct ScenarioTicket: Sendable {
     var condition: ConditionID
     var generation: UInt64
-}
-
-extension ScenarioSummary {
-    init(_ entry: ScenarioEntry) {
-        let scenario = entry.scenario
-        self.init(
-            name: scenario.name, description: scenario.description, file: entry.file,
-            steps: scenario.steps.map { step in
-                var text = step.displayName
-                if let duration = step.duration { text += " for \(duration)" }
-                if let trigger = step.trigger { text += (step.duration == nil ? " until " : " or until ") + trigger.description }
-                if step.waitsForNext { text += " until linkcond next" }
-                if step.repeatCount > 1 { text += ", \(step.repeatCount) times" }
-                return text
-            },
-            repeats: scenario.loops ? "loops" : scenario.repeatCount == 1 ? "once" : "\(scenario.repeatCount) times"
-        )
-    }
 }

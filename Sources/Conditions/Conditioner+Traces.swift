@@ -1,4 +1,4 @@
-import ControlAPI
+import LinkCondVocabulary
 import NIOCore
 import Profiles
 
@@ -75,16 +75,12 @@ extension Conditioner {
         scheduleTraceChange(condition, after: changesAt)
     }
 
-    package func traceDocument(_ condition: Condition) -> TracePlaybackDocument? {
+    package func traceProgress(_ condition: Condition) -> TraceProgress? {
         guard let playback = condition.trace else { return nil }
         let elapsed = playback.elapsedMilliseconds(at: .now())
-        func rate(_ conditions: LinkConditions) -> TraceRateDocument? {
-            guard let pace = conditions.trace?.pace(at: elapsed) else { return nil }
-            return TraceRateDocument(capacity: pace.capacity.description, rate: pace.rate.description, changesAtMilliseconds: pace.endsAtMilliseconds)
-        }
-        return TracePlaybackDocument(
+        return TraceProgress(
             elapsedMilliseconds: elapsed, monotonicStartMilliseconds: Double(playback.started.uptimeNanoseconds / 1_000) / 1_000,
-            downlink: rate(playback.profile.downlink), uplink: rate(playback.profile.uplink)
+            downlink: playback.profile.downlink.trace?.pace(at: elapsed), uplink: playback.profile.uplink.trace?.pace(at: elapsed)
         )
     }
 }

@@ -1,10 +1,10 @@
-import ControlAPI
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
 import IPAddressText
+import LinkCondVocabulary
 import Logging
 import Netlink
 import NIOCore
@@ -116,7 +116,7 @@ public actor Conditioner {
     public func activate(
         _ choice: ProfileChoice, on id: ConditionID? = nil, by requester: Requester, for duration: LeaseDuration? = nil,
         force: Bool = false, replacingForeign: Bool = false, hostAddresses: [[UInt8]] = []
-    ) throws -> StatusResponse {
+    ) throws -> ConditionSnapshot {
         try checkRunning()
         let (entry, scenario) = try resolve(choice)
         let condition = try self.condition(id, hostAddresses: hostAddresses)
@@ -139,22 +139,22 @@ public actor Conditioner {
         }
         if let scenario { beginScenario(scenario, on: condition, appliedAt: applied) }
         notifyTakeOver(displaced, on: condition, by: requester)
-        return status(of: condition)
+        return snapshot(of: condition)
     }
 
     /// Removes a condition's shaping. Also cleans up after an earlier run when already off.
-    public func deactivate(on id: ConditionID? = nil, by requester: Requester, force: Bool = false) throws -> StatusResponse {
+    public func deactivate(on id: ConditionID? = nil, by requester: Requester, force: Bool = false) throws -> ConditionSnapshot {
         try checkRunning()
         let condition = try self.condition(id)
         defer { dropIfIdle(condition) }
         try condition.policy.checkNoLease(against: requester, force: force, now: now)
         try switchOff(condition, by: requester)
-        return status(of: condition)
+        return snapshot(of: condition)
     }
 
     /// Switches every condition off. A lease held on any of them refuses the whole request
     /// unless `force`, before anything changes; a kernel refusal on one does not stop the others.
-    public func deactivateAll(by requester: Requester, force: Bool = false) throws -> ConditionListResponse {
+    public func deactivateAll(by requester: Requester, force: Bool = false) throws -> [ConditionSnapshot] {
         try checkRunning()
         for condition in orderedConditions {
             try condition.policy.checkNoLease(against: requester, force: force, now: now)
@@ -176,7 +176,7 @@ public actor Conditioner {
     /// Re-reads the profile directories. A condition changes only if its own file now says
     /// something else; a file that broke or vanished keeps the values in force.
     /// `requester` is who asked (`nil` for SIGHUP), so a re-applied condition is logged with them.
-    public func reload(by requester: Requester? = nil) -> ReloadResponse {
+    public func reload(by requester: Requester? = nil) -> ReloadOutcome {
         let fresh = ProfileCatalog.load(from: profileDirectories)
         for problem in fresh.problems {
             logger.warning("reload: skipping profile: \(problem)")
@@ -191,9 +191,8 @@ public actor Conditioner {
             reappliedAny = refresh(condition, from: fresh, by: requester) || reappliedAny
         }
         logger.notice("reloaded \(fresh.entries.count) profiles, \(fresh.problems.count) skipped\(reappliedAny ? ", active condition updated" : "")")
-        return ReloadResponse(
-            profiles: fresh.entries.count, problems: fresh.problems.map(ProfileProblem.init),
-            reapplied: reappliedAny, status: status(of: defaultCondition)
+        return ReloadOutcome(
+            profiles: fresh.entries.count, problems: fresh.problems, reapplied: reappliedAny, condition: snapshot(of: defaultCondition)
         )
     }
 
@@ -390,7 +389,7 @@ public actor Conditioner {
     @discardableResult
     func converge(
         _ condition: Condition, to wanted: ConditionPolicy, replacingForeign: Bool, keepingScenario: Bool = false,
-        onEnd: (@Sendable (LeaseEvent) -> Void)? = nil
+        onEnd: (@Sendable (LeaseEnd) -> Void)? = nil
     ) throws -> Condition.LeaseRuntime? {
         let old = condition.policy
         condition.policy = wanted
@@ -428,7 +427,7 @@ public actor Conditioner {
             baselineSince: policy.baselineSince,
             lease: policy.lease.map {
                 PersistedState.StoredLease(
-                    profile: PersistedState.StoredProfile($0.entry), holder: $0.holder.document,
+                    profile: PersistedState.StoredProfile($0.entry), holder: $0.holder.holder,
                     since: $0.since, expires: $0.expires, clientBound: $0.clientBound
                 )
             },
@@ -451,7 +450,7 @@ public struct LeaseTicket: Sendable, Equatable {
 }
 
 extension Requester {
-    init(document: Holder) {
-        self.init(uid: document.uid, gid: 0, pid: document.pid, user: document.user, command: document.command)
+    init(holder: Holder) {
+        self.init(uid: holder.uid, gid: 0, pid: holder.pid, user: holder.user, command: holder.command)
     }
 }

@@ -1,9 +1,9 @@
-import ControlAPI
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
+import LinkCondVocabulary
 import Profiles
 
 /// A condition on top of the baseline that ends by itself: at `expires`, or, when

@@ -1,4 +1,4 @@
-import ControlAPI
+import LinkCondVocabulary
 import Shaping
 
 extension PeerMatch {

@@ -1,10 +1,10 @@
-import ControlAPI
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
 import Glibc
+import LinkCondVocabulary
 
 /// Who is on the other end of a control connection, from `SO_PEERCRED` and `/proc`.
 public struct Requester: Sendable, Equatable, CustomStringConvertible {
@@ -93,9 +93,9 @@ public struct Requester: Sendable, Equatable, CustomStringConvertible {
         return String(cString: name)
     }
 
-    public var document: Holder {
+    public var holder: Holder {
         Holder(uid: uid, user: user, pid: pid, command: command)
     }
 
-    public var description: String { document.description }
+    public var description: String { holder.description }
 }

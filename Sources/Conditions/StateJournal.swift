@@ -1,9 +1,9 @@
-import ControlAPI
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
+import LinkCondVocabulary
 import Netlink
 import Profiles
 

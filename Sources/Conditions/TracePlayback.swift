@@ -1,4 +1,4 @@
-import ControlAPI
+import LinkCondVocabulary
 import NIOCore
 import Profiles
 

@@ -69,25 +69,24 @@ package struct ControlRouter: Sendable {
     private func perform(_ call: APICall, for requester: Requester) async throws -> Route {
         switch call {
         case .status(let id, let verbose):
-            return .reply(.json(shown(try await conditioner.status(id, verbose: verbose), to: requester)))
+            return .reply(.json(shown(StatusResponse(try await conditioner.status(id, verbose: verbose)), to: requester)))
         case .conditions(let verbose):
-            var list = await conditioner.conditionList(verbose: verbose)
-            list.conditions = list.conditions.map { shown($0, to: requester) }
-            return .reply(.json(list))
+            let list = await conditioner.conditionList(verbose: verbose)
+            return .reply(.json(ConditionListResponse(conditions: list.map { shown(StatusResponse($0), to: requester) })))
         case .profiles:
-            return .reply(.json(await conditioner.profiles()))
+            return .reply(.json(ProfileListResponse(await conditioner.profiles())))
         case .profile(let name):
-            return .reply(.json(try await conditioner.profile(named: name)))
+            return .reply(.json(ProfileDocument(try await conditioner.profile(named: name))))
         case .scenarios:
-            return .reply(.json(await conditioner.scenarios()))
+            return .reply(.json(ScenarioListResponse(await conditioner.scenarios())))
         case .next(let id):
-            return .reply(.json(try await conditioner.next(on: id, by: requester)))
+            return .reply(.json(StatusResponse(try await conditioner.next(on: id, by: requester))))
         case .metrics:
             let readings = Dictionary(await conditioner.counterReadings().map { ($0.id, $0) }) { first, _ in first }
-            let conditions = await conditioner.conditionList().conditions.map { status in
+            let conditions = await conditioner.conditionList().map { snapshot in
                 MetricsText.Condition(
-                    id: status.id, profile: status.profile?.name, leaseSecondsLeft: status.lease?.secondsLeft,
-                    counters: readings[status.id]
+                    id: snapshot.id.description, profile: snapshot.profile?.name, leaseSecondsLeft: snapshot.lease?.secondsLeft,
+                    counters: readings[snapshot.id.description]
                 )
             }
             return .reply(ControlReply(status: .ok, body: Array(MetricsText.render(conditions).utf8), contentType: MetricsText.contentType))
@@ -104,21 +103,21 @@ package struct ControlRouter: Sendable {
             }
             return .reply(.json(history))
         case .activate(let id, let choice, let activation, let duration):
-            return .reply(.json(try await conditioner.activate(
+            return .reply(.json(StatusResponse(try await conditioner.activate(
                 choice, on: id, by: requester, for: duration,
                 force: activation.force ?? false, replacingForeign: activation.replaceForeign ?? false,
                 hostAddresses: try await hostAddresses(for: id)
-            )))
+            ))))
         case .deactivate(let id, let force):
-            return .reply(.json(try await conditioner.deactivate(on: id, by: requester, force: force)))
+            return .reply(.json(StatusResponse(try await conditioner.deactivate(on: id, by: requester, force: force))))
         case .deactivateAll(let force):
-            return .reply(.json(try await conditioner.deactivateAll(by: requester, force: force)))
+            return .reply(.json(ConditionListResponse(try await conditioner.deactivateAll(by: requester, force: force))))
         case .hold(let id, let choice, let lease, let maximum):
             return .hold(id, choice, lease, maximum: maximum, hostAddresses: try await hostAddresses(for: id))
         case .releaseLease(let id):
-            return .reply(.json(try await conditioner.releaseLease(on: id, by: requester)))
+            return .reply(.json(StatusResponse(try await conditioner.releaseLease(on: id, by: requester))))
         case .reload:
-            return .reply(.json(await conditioner.reload(by: requester)))
+            return .reply(.json(ReloadResponse(await conditioner.reload(by: requester))))
         case .fault(let fault):
             faults?.arm(atStep: fault.failAtStep, fault: fault.fault ?? .fail)
             return .reply(.json(fault))

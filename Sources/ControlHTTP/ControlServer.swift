@@ -260,15 +260,16 @@ package struct ControlServer: Sendable {
         leaseStreams.opened()
         defer { leaseStreams.closed() }
         let lastWord = LastWord()
-        let ended: @Sendable (LeaseEvent) -> Void = { event in
+        let ended: @Sendable (LeaseEnd) -> Void = { end in
             // Expiry, take-over or shutdown: tell the client and hang up; the read loop below
             // then finds the connection closed and has nothing left to release.
+            let event = LeaseEvent(end)
             lastWord.send {
                 try? await outbound.write(contentsOf: [.body(.byteBuffer(Self.line(event))), .end(nil)])
                 try? await channel.close()
             }
         }
-        let held: (lease: LeaseTicket, status: StatusResponse)
+        let held: (lease: LeaseTicket, status: ConditionSnapshot)
         do {
             held = try await router.conditioner.hold(
                 choice, on: id, by: requester, maximum: maximum, force: lease.force ?? false,
@@ -288,7 +289,7 @@ package struct ControlServer: Sendable {
         headers.add(name: "Transfer-Encoding", value: "chunked")
         try await outbound.write(contentsOf: [
             .head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)),
-            .body(.byteBuffer(Self.line(LeaseEvent(event: .active, status: held.status)))),
+            .body(.byteBuffer(Self.line(LeaseEvent(event: .active, status: StatusResponse(held.status))))),
         ])
         // Anything more the client sends is ignored; its end (or failure) ends the lease.
         while (try? await parts.next()) != nil {}
@@ -300,7 +301,7 @@ package struct ControlServer: Sendable {
             return
         }
         try? await outbound.write(contentsOf: [
-            .body(.byteBuffer(Self.line(LeaseEvent(event: .ended, reason: .released, status: restored)))),
+            .body(.byteBuffer(Self.line(LeaseEvent(event: .ended, reason: .released, status: StatusResponse(restored))))),
             .end(nil),
         ])
     }

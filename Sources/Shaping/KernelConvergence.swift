@@ -202,9 +202,9 @@ package final class KernelConvergence {
 }
 
 /// One of linkcond's kernel objects as read: on which device, which qdisc or class, its counters.
-package struct KernelObjectReading: Sendable, Equatable {
-    package var device: String
+public struct KernelObjectReading: Sendable, Equatable {
+    public var device: String
     /// `qdisc netem 7a10: parent 7a00:10`, `class htb 7a00:10 parent 7a00:1`.
-    package var object: String
-    package var statistics: TrafficStatistics
+    public var object: String
+    public var statistics: TrafficStatistics
 }

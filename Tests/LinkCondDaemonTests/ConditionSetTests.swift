@@ -36,7 +36,7 @@ struct ConditionSetTests {
 
         var mark = kernel.executed.count
         let status = try await conditioner.activate("Nasty Net", on: Self.eth1, by: TestDaemon.root)
-        #expect(status.id == "eth1" && status.interface == "eth1" && status.ifb == "lc-eth1" && !status.isDefault)
+        #expect(status.id.description == "eth1" && status.target.interface == "eth1" && status.target.ifb == "lc-eth1" && !status.isDefault)
         #expect(Self.devices(kernel.executed[mark...]) == ["eth1", "lc-eth1"])
 
         mark = kernel.executed.count
@@ -45,14 +45,14 @@ struct ConditionSetTests {
         #expect(kernel.executed[mark...].allSatisfy { if case .changeQdisc = $0 { true } else if case .changeClass = $0 { true } else { false } })
 
         let list = await conditioner.conditionList()
-        #expect(list.conditions.map(\.id) == ["eth0", "eth1"])
-        #expect(list.conditions.map { $0.profile?.name } == ["Slow Net", "Slow Net"])
-        #expect(list.conditions.map(\.isDefault) == [true, false])
+        #expect(list.map(\.id.description) == ["eth0", "eth1"])
+        #expect(list.map { $0.profile?.name } == ["Slow Net", "Slow Net"])
+        #expect(list.map(\.isDefault) == [true, false])
 
         mark = kernel.executed.count
         _ = try await conditioner.deactivate(on: Self.eth1, by: TestDaemon.root)
         #expect(Self.devices(kernel.executed[mark...]) == ["eth1", "lc-eth1"])
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"], "an off condition leaves the set")
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"], "an off condition leaves the set")
         #expect(["eth0", "lc-eth0"].map(kernel.state(of:)) == untouched)
         #expect(kernel.devices["lc-eth1"] == nil)
         #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
@@ -86,7 +86,7 @@ struct ConditionSetTests {
         }
         await #expect(throws: UnknownInterfaceError.self) { try await conditioner.status(ConditionID(interface: "nosuch0")) }
         #expect(kernel.executed.isEmpty)
-        #expect(await conditioner.conditionList().conditions.count == 1)
+        #expect(await conditioner.conditionList().count == 1)
 
         let router = ControlRouter(conditioner: conditioner, authorizer: TestDaemon.authorizer)
         let reply = await router.respond(to: ControlRequest(method: .PUT, uri: "/v1/conditions/nosuch0", body: Array(#"{"profile": "Slow Net"}"#.utf8), requester: TestDaemon.root))
@@ -104,7 +104,7 @@ struct ConditionSetTests {
             try await conditioner.activate("Slow Net", on: id, by: TestDaemon.root)
         }
         #expect(kernel.executed.isEmpty)
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
     }
 
     @Test("A local server's port (@127.0.0.1:8080, @[::1]:8080) is a condition on lo: towards it leaving lo, from it arriving")
@@ -113,9 +113,9 @@ struct ConditionSetTests {
         let conditioner = TestDaemon.conditioner(kernel: kernel)
         let untouched = kernel.state(of: "eth0")
         let v4 = try await conditioner.activate("Slow Net", on: ConditionID(parsing: "@127.0.0.1:8080"), by: TestDaemon.root)
-        #expect(v4.id == "lo@127.0.0.1:8080" && v4.interface == "lo" && v4.ifb == "lc-lo")
+        #expect(v4.id.description == "lo@127.0.0.1:8080" && v4.target.interface == "lo" && v4.target.ifb == "lc-lo")
         let v6 = try await conditioner.activate("Nasty Net", on: ConditionID(parsing: "@[::1]:8080/tcp"), by: TestDaemon.root)
-        #expect(v6.id == "lo@[::1]:8080/tcp")
+        #expect(v6.id.description == "lo@[::1]:8080/tcp")
         #expect(Self.devices(kernel.executed) == ["lo", "lc-lo"])
         #expect(kernel.state(of: "eth0") == untouched)
         #expect(kernel.htbClass(ReservedHandles.profileClass, on: "lo") == nil, "nothing shapes lo as a whole")
@@ -145,8 +145,8 @@ struct ConditionSetTests {
     func absentIsOff() async throws {
         let conditioner = TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0", "eth1"]))
         let status = try await conditioner.status(Self.eth1)
-        #expect(status.id == "eth1" && !status.active && status.profile == nil)
-        #expect(await conditioner.conditionList().conditions.count == 1, "asking does not create it")
+        #expect(status.id.description == "eth1" && !status.isActive && status.profile == nil)
+        #expect(await conditioner.conditionList().count == 1, "asking does not create it")
     }
 
     @Test("A restarted daemon brings back every condition from its state file, and a stop removes them all")
@@ -168,8 +168,8 @@ struct ConditionSetTests {
         let mark = kernel.executed.count
         try await second.recover()
         let list = await second.conditionList()
-        #expect(list.conditions.map(\.id) == ["eth0", "eth1"])
-        #expect(list.conditions.map { $0.profile?.name } == ["Slow Net", "Nasty Net"])
+        #expect(list.map(\.id.description) == ["eth0", "eth1"])
+        #expect(list.map { $0.profile?.name } == ["Slow Net", "Nasty Net"])
         #expect(["eth0", "lc-eth0", "eth1", "lc-eth1"].map(kernel.state(of:)) == before)
         #expect(kernel.executed[mark...].allSatisfy { if case .createIFB = $0 { false } else if case .addQdisc = $0 { false } else { true } },
                 "re-adopted, not rebuilt")
@@ -192,7 +192,7 @@ struct ConditionSetTests {
 
         let second = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
         try await second.recover()
-        #expect(await second.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await second.conditionList().map(\.id.description) == ["eth0"])
         #expect(kernel.devices["lc-eth1"] == nil)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("eth1") }.isEmpty)
         #expect(await second.history(limit: 5).last?.condition == "eth1")
@@ -209,8 +209,8 @@ struct ConditionSetTests {
         #expect(["eth0", "lc-eth0", "eth1", "lc-eth1"].map(kernel.state(of:)) == before)
 
         let list = try await conditioner.deactivateAll(by: TestDaemon.bob, force: true)
-        #expect(list.conditions.map(\.id) == ["eth0"])
-        #expect(list.conditions.allSatisfy { !$0.active })
+        #expect(list.map(\.id.description) == ["eth0"])
+        #expect(list.allSatisfy { !$0.isActive })
         #expect(kernel.devices.keys.filter { $0.hasPrefix("lc-") }.isEmpty)
     }
 
@@ -223,8 +223,8 @@ struct ConditionSetTests {
         #expect(first.lease != second.lease)
         #expect(await conditioner.release(first.lease) == nil)
         #expect(try await conditioner.status(Self.eth1).lease?.holder.uid == TestDaemon.bob.uid)
-        #expect(await conditioner.release(second.lease)?.active == false)
-        #expect(await conditioner.conditionList().conditions.count == 1)
+        #expect(await conditioner.release(second.lease)?.isActive == false)
+        #expect(await conditioner.conditionList().count == 1)
     }
 
     @Test("Routes of the condition collection", arguments: [

@@ -128,10 +128,10 @@ struct LeaseTests {
         let kernel = FakeKernel(interfaces: ["eth0"])
         let conditioner = TestDaemon.conditioner(kernel: kernel)
         let held = try await conditioner.hold("Nasty Net", by: TestDaemon.alice, maximum: nil, onEnd: { _ in })
-        #expect(held.status.lease?.kind == .clientBound)
+        #expect(held.status.lease?.clientBound == true)
         #expect(held.status.lease?.expires == nil)
         let restored = await conditioner.release(held.lease)
-        #expect(restored?.active == false)
+        #expect(restored?.isActive == false)
         #expect(await conditioner.release(held.lease) == nil)
         #expect(try TestDaemon.conditionInKernel(kernel) == nil)
     }
@@ -144,9 +144,12 @@ struct LeaseTests {
         await #expect(throws: LeaseConflictError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.root) }
         _ = try await conditioner.activate("Slow Net", by: TestDaemon.root, force: true)
         let event = try #require(events.all.first)
-        #expect(event.reason == .takenOver)
-        #expect(event.by?.uid == 0)
-        #expect(event.status.profile?.name == "Slow Net")
+        guard case .takenOver(let by) = event.reason else {
+            Issue.record("ended by \(event.reason), not by a take-over")
+            return
+        }
+        #expect(by.uid == 0)
+        #expect(event.condition.profile?.name == "Slow Net")
     }
 
     @Test("A client-bound lease with a maximum expires and says so")
@@ -160,7 +163,7 @@ struct LeaseTests {
         await time.advance(by: .milliseconds(2))
         #expect(await eventually { !events.all.isEmpty })
         #expect(events.all.map(\.reason) == [.expired])
-        #expect(await conditioner.status().active == false)
+        #expect(await conditioner.status().isActive == false)
     }
 
     @Test("Shutdown ends a client-bound lease and removes everything")
@@ -173,7 +176,7 @@ struct LeaseTests {
         _ = try await conditioner.hold("Nasty Net", by: TestDaemon.alice, maximum: nil, onEnd: { events.add($0) })
         try await conditioner.shutdown()
         #expect(events.all.map(\.reason) == [.shutdown])
-        #expect(events.all.first?.status.active == false)
+        #expect(events.all.first?.condition.isActive == false)
         #expect(kernel.fullState == pristine)
         let last = try #require(await conditioner.history(limit: 1).last)
         #expect(last.reason == "shutdown")
@@ -206,10 +209,10 @@ struct LeaseTests {
 /// Collects lease events from `onEnd` callbacks.
 final class EventBox: @unchecked Sendable {
     private let lock = NSLock()
-    private var events: [LeaseEvent] = []
+    private var events: [LeaseEnd] = []
 
-    func add(_ event: LeaseEvent) { lock.withLock { events.append(event) } }
-    var all: [LeaseEvent] { lock.withLock { events } }
+    func add(_ event: LeaseEnd) { lock.withLock { events.append(event) } }
+    var all: [LeaseEnd] { lock.withLock { events } }
 }
 
 @Suite("Recovery after the daemon died")
@@ -290,7 +293,7 @@ struct RecoveryTests {
             .hold("Nasty Net", by: TestDaemon.alice, maximum: nil, onEnd: { _ in })
         let restarted = TestDaemon.conditioner(kernel: kernel, stateDirectory: directory.path)
         try await restarted.recover()
-        #expect(await restarted.status().active == false)
+        #expect(await restarted.status().isActive == false)
         #expect(try TestDaemon.conditionInKernel(kernel) == nil)
     }
 
@@ -458,7 +461,7 @@ struct ReloadTests {
         try write("name: Slow\ndownlink: { bandwidth: 32kbit, delay: 250ms }\n", to: slow)
         let changed = await conditioner.reload(by: TestDaemon.alice)
         #expect(changed.reapplied)
-        #expect(changed.status.profile?.downlink.delay == "250ms")
+        #expect(changed.condition.profile?.downlink.delay.description == "250ms")
         let logged = await conditioner.history(limit: 1).last
         #expect(logged?.reason == "reload")
         #expect(logged?.requester?.uid == TestDaemon.alice.uid)
@@ -484,7 +487,7 @@ struct ReloadTests {
         try write("name: Slow\ndownlink: { delay: 100 }\n", to: slow)
         let reload = await conditioner.reload()
         #expect(reload.reapplied == false)
-        #expect(reload.status.profile?.downlink.delay == "100ms")
+        #expect(reload.condition.profile?.downlink.delay.description == "100ms")
     }
 
     @Test("History names who changed what and survives a restart")

@@ -318,10 +318,11 @@ struct ControlClientErrorTests {
         let daemon = try FakeDaemon(.answerOnceThenSilence(Self.http(200, body: Self.statusDocument, close: false)))
         defer { daemon.stop() }
         let error = await #expect(throws: ControlClientError.self) {
-            try await client(daemon.path, timeout: .milliseconds(300)).withConnection { connection in
+            // A second of each: the first answer comes in time even while every other test runs.
+            try await client(daemon.path, timeout: .seconds(1)).withConnection { connection in
                 let first: StatusResponse = try await connection.request(.GET, APIPath.status)
                 #expect(first.interface == "eth0")
-                try await Task.sleep(for: .milliseconds(400))
+                try await Task.sleep(for: .milliseconds(1_200))
                 let _: StatusResponse = try await connection.request(.GET, APIPath.status)
             }
         }

@@ -1,5 +1,6 @@
 import ControlAPI
 import Foundation
+import IPAddressText
 @testable import Conditions
 @testable import ControlHTTP
 @testable import LinkCondDaemon
@@ -105,7 +106,7 @@ struct HostNameConditionTests {
         #expect(error.error.code == code.rawValue)
         #expect(error.error.message.contains("api.example.com"))
         #expect(kernel.fullState == pristine)
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
     }
 
     @Test("What a name resolves to is sorted, distinct, bounded, and never loopback")
@@ -166,7 +167,7 @@ struct HostNameConditionTests {
         #expect(kernel.changedInPlace(since: mark), "re-adopted, not rebuilt")
         #expect(MatchConditionTests.canonicalState(kernel) == before)
         let status = try await second.status(Self.api)
-        #expect(status.addresses == ["203.0.113.5", "2001:db8::5"])
+        #expect(status.addresses?.map(formatIPAddress) == ["203.0.113.5", "2001:db8::5"])
         #expect(status.profile?.name == "Nasty Net")
     }
 
@@ -179,6 +180,6 @@ struct HostNameConditionTests {
             ($0 as? HostNameError)?.code == .unavailable
         }
         #expect(kernel.fullState == pristine)
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
     }
 }

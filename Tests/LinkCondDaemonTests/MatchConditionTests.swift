@@ -66,13 +66,13 @@ struct MatchConditionTests {
         let conditioner = try await Self.threeConditions(kernel: kernel)
 
         let list = await conditioner.conditionList()
-        #expect(list.conditions.map(\.id) == ["eth0", "eth0@10.0.0.0/8", "eth0@10.0.0.5:443"])
-        #expect(list.conditions.map { $0.profile?.name } == ["Slow Net", "Nasty Net", "100% Loss"])
-        #expect(list.conditions.map(\.peer) == [nil, "10.0.0.0/8", "10.0.0.5:443"])
-        #expect(list.conditions.map(\.isDefault) == [true, false, false])
-        #expect(list.conditions.allSatisfy { $0.interface == "eth0" && $0.ifb == "lc-eth0" && $0.active })
+        #expect(list.map(\.id.description) == ["eth0", "eth0@10.0.0.0/8", "eth0@10.0.0.5:443"])
+        #expect(list.map { $0.profile?.name } == ["Slow Net", "Nasty Net", "100% Loss"])
+        #expect(list.map { $0.id.peer?.description } == [nil, "10.0.0.0/8", "10.0.0.5:443"])
+        #expect(list.map(\.isDefault) == [true, false, false])
+        #expect(list.allSatisfy { $0.target.interface == "eth0" && $0.target.ifb == "lc-eth0" && $0.isActive })
         let status = try await conditioner.status(Self.hostOnDefault)
-        #expect(status.id == "eth0@10.0.0.5:443", "@PEER is on the daemon's own interface")
+        #expect(status.id.description == "eth0@10.0.0.5:443", "@PEER is on the daemon's own interface")
 
         #expect(await conditioner.slot(of: Self.network) == 1)
         #expect(await conditioner.slot(of: Self.host) == 2)
@@ -122,7 +122,7 @@ struct MatchConditionTests {
             default: false
             }
         }, "only slot 1's objects go")
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0", "eth0@10.0.0.5:443"], "an off condition leaves the set")
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0", "eth0@10.0.0.5:443"], "an off condition leaves the set")
         #expect(Self.canonicalState(kernel) == (try Self.built(whole: "Slow Net", [(Self.host, 2, "100% Loss")])))
 
         // The whole interface off: the match keeps shaping, with its own class and leaf.
@@ -133,13 +133,13 @@ struct MatchConditionTests {
         #expect(kernel.htbClass(ReservedHandles.profileClass, on: "eth0") == nil)
         #expect(kernel.htbClass(ReservedHandles.matchClass(2), on: "lc-eth0") != nil)
         #expect(try await conditioner.status(Self.host).profile?.name == "100% Loss")
-        #expect(await conditioner.status().active == false)
+        #expect(await conditioner.status().isActive == false)
 
         // The last condition off: the tree goes.
         _ = try await conditioner.deactivate(on: Self.host, by: TestDaemon.root)
         #expect(kernel.devices.keys.filter { $0.hasPrefix("lc-") }.isEmpty)
         #expect(kernel.fullState == pristine)
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
     }
 
     @Test("A peer that matches exactly packets another condition matches is refused, nothing changed")
@@ -164,8 +164,8 @@ struct MatchConditionTests {
         let pristine = kernel.fullState
         let conditioner = try await Self.threeConditions(kernel: kernel)
         let list = try await conditioner.deactivateAll(by: TestDaemon.root)
-        #expect(list.conditions.map(\.id) == ["eth0"])
-        #expect(list.conditions.allSatisfy { !$0.active })
+        #expect(list.map(\.id.description) == ["eth0"])
+        #expect(list.allSatisfy { !$0.isActive })
         #expect(kernel.devices.keys.filter { $0.hasPrefix("lc-") }.isEmpty)
         #expect(kernel.devices["eth0"]?.qdiscs.map(\.kind) == ["noqueue"])
         #expect(kernel.fullState == pristine)
@@ -210,8 +210,8 @@ struct MatchConditionTests {
         #expect(await second.slot(of: Self.other) == 3)
 
         let list = await second.conditionList()
-        #expect(list.conditions.map(\.id) == ["eth0", "eth0@10.0.0.5:443", "eth0@[2001:db8::1]:53/udp"])
-        #expect(list.conditions.map { $0.profile?.name } == ["Slow Net", "100% Loss", "Slow Net"])
+        #expect(list.map(\.id.description) == ["eth0", "eth0@10.0.0.5:443", "eth0@[2001:db8::1]:53/udp"])
+        #expect(list.map { $0.profile?.name } == ["Slow Net", "100% Loss", "Slow Net"])
         let startup = await second.history(limit: 10).filter { $0.reason == "startup" }
         #expect(Set(startup.compactMap(\.condition)) == ["eth0", "eth0@10.0.0.5:443", "eth0@[2001:db8::1]:53/udp"])
         #expect(startup.allSatisfy { $0.detail?.contains("re-adopted") == true })
@@ -276,7 +276,7 @@ struct MatchConditionTests {
         #expect(kernel.htbClass(ReservedHandles.matchClass(1), on: "eth0") != nil)
         try await Task.sleep(for: .milliseconds(2500))
         #expect(kernel.fullState == pristine)
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
     }
 
     @Test("A refused addition of a match leaves the other conditions' tree and the set as they were")
@@ -287,7 +287,7 @@ struct MatchConditionTests {
         kernel.refusal = { step, _ in if case .addFilter = step { FakeKernel.error(EINVAL, step) } else { nil } }
         await #expect(throws: ShapingError.self) { try await conditioner.activate("Slow Net", on: Self.other, by: TestDaemon.root) }
         #expect(kernel.fullState == before)
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0", "eth0@10.0.0.0/8", "eth0@10.0.0.5:443"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0", "eth0@10.0.0.0/8", "eth0@10.0.0.5:443"])
         kernel.refusal = nil
         _ = try await conditioner.activate("Slow Net", on: Self.other, by: TestDaemon.root)
         #expect(await conditioner.slot(of: Self.other) == 3)
@@ -338,7 +338,7 @@ struct MatchConditionTests {
         #expect(kernel.htbClass(ReservedHandles.profileClass, on: "eth1") == nil)
         _ = try await conditioner.deactivate(on: match, by: TestDaemon.root)
         #expect(kernel.devices["lc-eth1"] == nil)
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
         _ = try await conditioner.activate("Slow Net", on: whole, by: TestDaemon.root)
         _ = try await conditioner.activate("Nasty Net", on: match, by: TestDaemon.root)
         #expect(kernel.htbClass(ReservedHandles.matchClass(1), on: "eth1") != nil)
@@ -359,6 +359,6 @@ struct MatchConditionTests {
         #expect(inside.htbClass(ReservedHandles.matchClass(2), on: "lc-eth0") != nil)
         namespaces.remove(at: "/proc/4242/ns/net")
         #expect(Set(await conditioner.endConditionsInVanishedNamespaces().map(\.description)) == ["pid/4242/eth0@10.0.0.5", "pid/4242/eth0@10.0.0.6"])
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
     }
 }

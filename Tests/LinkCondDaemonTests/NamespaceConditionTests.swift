@@ -23,7 +23,7 @@ struct NamespaceConditionTests {
         let conditioner = TestDaemon.conditioner(kernel: host, namespaces: namespaces)
 
         let status = try await conditioner.activate("Slow Net", on: Self.container, by: TestDaemon.root)
-        #expect(status.id == "pid/4242/eth0" && status.interface == "eth0" && status.namespace == "pid/4242" && !status.isDefault)
+        #expect(status.id.description == "pid/4242/eth0" && status.target.interface == "eth0" && status.id.namespace?.description == "pid/4242" && !status.isDefault)
         #expect(host.executed.isEmpty, "the host's eth0, which has the same name, is untouched")
         #expect(inside.devices["lc-eth0"] != nil)
         #expect(try TestDaemon.conditionInKernel(inside) == "Slow Net")
@@ -31,7 +31,7 @@ struct NamespaceConditionTests {
         _ = try await conditioner.deactivate(on: Self.container, by: TestDaemon.root)
         #expect(try TestDaemon.conditionInKernel(inside) == nil)
         #expect(host.executed.isEmpty)
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
     }
 
     @Test("Without an interface, a condition in a namespace is on the interface of that namespace's default route")
@@ -44,7 +44,7 @@ struct NamespaceConditionTests {
         let unnamed = ConditionID(interface: "", namespace: .process(4242))
 
         let status = try await conditioner.activate("Slow Net", on: unnamed, by: TestDaemon.root)
-        #expect(status.id == "pid/4242/eth1" && status.interface == "eth1")
+        #expect(status.id.description == "pid/4242/eth1" && status.target.interface == "eth1")
         #expect(inside.devices["lc-eth1"] != nil && inside.devices["lc-eth0"] == nil)
         #expect(await conditioner.holds(unnamed))
         #expect(try await conditioner.status(unnamed).profile?.name == "Slow Net")
@@ -60,7 +60,7 @@ struct NamespaceConditionTests {
         await #expect(throws: UnknownNamespaceError.self) {
             _ = try await conditioner.activate("Slow Net", on: ConditionID(interface: "", namespace: .process(999)), by: TestDaemon.root)
         }
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"], "nothing was made for the refusals")
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"], "nothing was made for the refusals")
     }
 
     @Test("The namespace watch waits, without a timer, until a condition is in another namespace, or until it is cancelled")
@@ -131,14 +131,14 @@ struct NamespaceConditionTests {
             kernel: FakeKernel(), stateDirectory: directory.path, historyFile: directory.appendingPathComponent("history.jsonl").path,
             namespaces: namespaces
         )
-        let events = LeaseEvents()
-        _ = try await conditioner.hold(.named("Slow Net"), on: Self.container, by: TestDaemon.root, maximum: nil) { events.append($0) }
+        let events = EventBox()
+        _ = try await conditioner.hold(.named("Slow Net"), on: Self.container, by: TestDaemon.root, maximum: nil) { events.add($0) }
         #expect(StateStore.storedConditions(in: directory.path).contains(Self.container))
         #expect(await conditioner.endConditionsInVanishedNamespaces().isEmpty, "still there: nothing ends")
 
         namespaces.remove(at: Self.containerPath)
         #expect(await conditioner.endConditionsInVanishedNamespaces() == [Self.container])
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
         #expect(events.all.map(\.reason) == [.namespaceEnded])
         #expect(!StateStore.storedConditions(in: directory.path).contains(Self.container))
         let last = try #require(await conditioner.history(limit: 1).first)
@@ -176,7 +176,7 @@ struct NamespaceConditionTests {
             if finish == "restart" {
                 let second = TestDaemon.conditioner(kernel: FakeKernel(), stateDirectory: directory.path, namespaces: namespaces)
                 try await second.recover()
-                #expect(await second.conditionList().conditions.map(\.id) == ["eth0"])
+                #expect(await second.conditionList().map(\.id.description) == ["eth0"])
                 #expect(!StateStore.storedConditions(in: directory.path).contains(Self.container))
             } else {
                 try Cleanup.run(interfaces: [], stateDirectory: directory.path, kernel: FakeKernel(), namespaces: namespaces, logger: Logger(label: "test"))
@@ -213,8 +213,8 @@ struct NamespaceConditionTests {
 
         let second = TestDaemon.conditioner(kernel: FakeKernel(), stateDirectory: directory.path, historyFile: history, namespaces: namespaces)
         try await second.recover()
-        let list = await second.conditionList().conditions
-        #expect(list.map(\.id) == ["eth0", "pid/4242/eth0"])
+        let list = await second.conditionList()
+        #expect(list.map(\.id.description) == ["eth0", "pid/4242/eth0"])
         #expect(list.last?.profile?.name == "Nasty Net")
         #expect(try TestDaemon.conditionInKernel(inside) == "Nasty Net")
         let stored = StateStore.storedConditions(in: directory.path)
@@ -234,14 +234,6 @@ struct NamespaceConditionTests {
         #expect(StateStore(directory: directory.path, condition: Self.container).url.lastPathComponent == "pid%2F4242%2Feth0.state.json")
         #expect(Set(StateStore.storedConditions(in: directory.path)) == Set(ids))
     }
-}
-
-/// Lease events a test's `onEnd` received.
-final class LeaseEvents: @unchecked Sendable {
-    private let lock = NSLock()
-    private var events: [LeaseEvent] = []
-    func append(_ event: LeaseEvent) { lock.withLock { events.append(event) } }
-    var all: [LeaseEvent] { lock.withLock { events } }
 }
 
 @Suite("One interface, one condition, however it is named")

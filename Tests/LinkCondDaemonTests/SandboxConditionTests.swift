@@ -85,14 +85,14 @@ struct SandboxConditionTests {
     func lifecycle() async throws {
         let (conditioner, plumbing, namespaces) = Self.setUp()
         let held = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.root, maximum: nil, sandbox: true, onEnd: { _ in })
-        #expect(held.status.sandbox == SandboxDocument(address: "10.254.0.2", gateway: "10.254.0.1", hostInterface: "lcsb0"))
+        #expect(StatusResponse(held.status).sandbox == SandboxDocument(address: "10.254.0.2", gateway: "10.254.0.1", hostInterface: "lcsb0"))
         #expect(plumbing.calls == ["check \(Self.path)", "plumb 0"])
         let inside = try #require(namespaces.namespaces[Self.path]?.kernel)
         #expect(try TestDaemon.conditionInKernel(inside) == "Slow Net")
 
         _ = await conditioner.release(held.lease)
         #expect(plumbing.calls.suffix(2) == ["tear down 0", "restore forwarding"])
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
     }
 
     @Test("A firewall that drops forwarded packets is named in the sandbox's status with how to let it through; none, no warning")
@@ -101,14 +101,14 @@ struct SandboxConditionTests {
         let docker = ForwardDropChain(family: "ip", table: "filter", chain: "FORWARD", hasDockerUserChain: true)
         plumbing.dropChains.withLock { $0 = [docker] }
         let held = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.root, maximum: nil, sandbox: true, onEnd: { _ in })
-        #expect(held.status.sandbox?.warnings == [docker.warning])
-        #expect(try await conditioner.status(Self.id).sandbox?.warnings == [docker.warning])
+        #expect(held.status.sandboxWarnings == [docker.warning])
+        #expect(try await conditioner.status(Self.id).sandboxWarnings == [docker.warning])
         _ = await conditioner.release(held.lease)
 
         plumbing.dropChains.withLock { $0 = [] }
         namespaces.make(at: Self.path, interfaces: ["lo"])
         let clear = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.root, maximum: nil, sandbox: true, onEnd: { _ in })
-        #expect(clear.status.sandbox?.warnings == nil)
+        #expect(clear.status.sandboxWarnings.isEmpty)
     }
 
     @Test("A sandbox whose command ended first ends with its namespace when the client lets go")
@@ -118,7 +118,7 @@ struct SandboxConditionTests {
         namespaces.remove(at: Self.path)
         _ = await conditioner.release(held.lease)
         #expect(plumbing.calls.suffix(2) == ["tear down 0", "restore forwarding"])
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
         #expect(await conditioner.history(limit: 10).contains { $0.reason == "namespace-ended" && $0.condition == "pid/4343/eth0" })
     }
 
@@ -129,7 +129,7 @@ struct SandboxConditionTests {
         let other = ConditionID(interface: "eth0", namespace: .process(4444))
         let first = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.root, maximum: nil, sandbox: true, onEnd: { _ in })
         let second = try await conditioner.hold("Nasty Net", on: other, by: TestDaemon.root, maximum: nil, sandbox: true, onEnd: { _ in })
-        #expect(second.status.sandbox?.address == "10.254.0.6")
+        #expect(second.status.sandbox?.sandboxAddressText == "10.254.0.6")
         _ = await conditioner.release(first.lease)
         #expect(!plumbing.calls.contains("restore forwarding"), "the other sandbox still needs forwarding")
         namespaces.make(at: "/proc/4545/ns/net", interfaces: ["lo"])
@@ -164,7 +164,7 @@ struct SandboxConditionTests {
             #expect(error.message.contains("exited"))
         }
         #expect(plumbing.calls.isEmpty)
-        #expect(await conditioner.conditionList().conditions.count == 1)
+        #expect(await conditioner.conditionList().count == 1)
     }
 
     @Test("The daemon's own pin of a process: its owner, running until it exits, then not")
@@ -200,7 +200,7 @@ struct SandboxConditionTests {
             }
         }
         #expect(!plumbing.calls.contains { $0.hasPrefix("plumb") })
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
     }
 
     @Test("Plumbing that fails leaves no condition and no state file")
@@ -212,7 +212,7 @@ struct SandboxConditionTests {
             _ = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.root, maximum: nil, sandbox: true, onEnd: { _ in })
         }
         #expect(plumbing.calls == ["check \(Self.path)", "plumb 0", "tear down 0", "restore forwarding"])
-        #expect(await conditioner.conditionList().conditions.map(\.id) == ["eth0"])
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
         #expect(StateStore.storedConditions(in: directory).isEmpty)
     }
 

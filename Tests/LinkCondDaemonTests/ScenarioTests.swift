@@ -105,7 +105,7 @@ struct ScenarioTests {
         let kernel = FakeKernel(interfaces: ["eth0"])
         let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.manual))
         let first = try await conditioner.activate(.scenario("manual"), by: TestDaemon.root)
-        #expect(first.scenario?.timeInSteps?.map(\.step) == [1])
+        #expect(first.scenario?.timeInSteps.map(\.step) == [1])
         try await Task.sleep(for: .milliseconds(300))
         let second = try await conditioner.next(by: TestDaemon.root)
         try await Task.sleep(for: .milliseconds(100))
@@ -114,7 +114,7 @@ struct ScenarioTests {
         #expect(times.map(\.name) == ["Slow Net", "Inline"])
         #expect(times[0].seconds >= 0.3 && times[0].seconds < 5)
         // The first step's time stays as it was when the second began; the second's grows.
-        #expect(second.scenario?.timeInSteps?.first?.seconds == times[0].seconds)
+        #expect(second.scenario?.timeInSteps.first?.seconds == times[0].seconds)
         #expect(times[1].seconds >= 0.1 && times[1].seconds < 5)
     }
 
@@ -142,7 +142,7 @@ struct ScenarioTests {
         let kernel = FakeKernel(interfaces: ["eth0"])
         let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.timed))
         await #expect(throws: UnknownScenarioError.self) { try await conditioner.activate(.scenario("Timd"), by: TestDaemon.root) }
-        #expect(await conditioner.status().active == false)
+        #expect(await conditioner.status().isActive == false)
         #expect(kernel.executed.isEmpty)
     }
 }

@@ -66,7 +66,7 @@ struct TracePlaybackTests {
 
         let status = try await conditioner.activate("Recorded", by: TestDaemon.root)
         #expect(Self.downlinkRate(kernel) == .kbit(1_200))
-        #expect(status.trace?.downlink?.capacity == "1.2Mbit")
+        #expect(status.trace?.downlink?.capacity.description == "1.2Mbit")
         #expect(status.trace?.uplink == nil)
         #expect(status.profile?.downlink.trace?.name == "windows")
         #expect(status.profile?.downlink.bandwidth == nil, "the profile shows its trace, not the rate of the moment")

@@ -56,7 +56,7 @@ extension ProfileSummary {
 }
 
 extension ProfileProblem {
-    package init(_ error: ProfileError) {
+    init(_ error: ProfileError) {
         self.init(code: error.code.rawValue, file: error.file, line: error.line, field: error.field, message: error.message)
     }
 }

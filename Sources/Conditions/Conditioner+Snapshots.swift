@@ -1,0 +1,103 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import LinkCondVocabulary
+import Netlink
+import Profiles
+import Sandboxes
+
+// What the conditioner shows: its conditions as snapshots, its profiles and history, and the
+// history it keeps of every change.
+
+extension Conditioner {
+    /// The default condition; `verbose` adds linkcond's objects as the kernel has them.
+    public func status(verbose: Bool = false) -> ConditionSnapshot {
+        snapshot(of: defaultCondition, verbose: verbose)
+    }
+
+    /// One condition, the default one for `nil`; one that does not exist is shown off, as long
+    /// as its interface exists. Inside another namespace, only the namespace is looked for: a
+    /// reader, who may be anyone, does not get the daemon to read a container's devices.
+    package func status(_ id: ConditionID?, verbose: Bool = false) throws -> ConditionSnapshot {
+        let id = try resolved(id)
+        let held = conditions[id]
+        let condition = try held ?? absentCondition(id, checkingInterface: id.namespace == nil)
+        return snapshot(of: condition, verbose: verbose && (held != nil || id.namespace == nil))
+    }
+
+    /// Every condition: the default one first, then the others by id.
+    public func conditionList(verbose: Bool = false) -> [ConditionSnapshot] {
+        orderedConditions.map { snapshot(of: $0, verbose: verbose) }
+    }
+
+    package func snapshot(of condition: Condition, verbose: Bool = false) -> ConditionSnapshot {
+        let policy = condition.policy
+        return ConditionSnapshot(
+            id: condition.id, isDefault: condition.id == defaultID, target: condition.target, entry: policy.effective,
+            since: policy.since,
+            exemptions: planner.exemptions.ports.map(\.description) + planner.exemptions.networks.map(\.description),
+            addresses: condition.hostAddresses.flatMap { $0.isEmpty ? nil : $0 },
+            lease: policy.lease.map { lease in
+                LeaseSnapshot(
+                    profile: lease.entry.profile.name, holder: lease.holder.holder, clientBound: lease.clientBound,
+                    expires: lease.expires, secondsLeft: lease.secondsLeft(at: now), restores: policy.baseline?.profile.name ?? "off"
+                )
+            },
+            kernel: verbose ? condition.convergence.kernelObjects() : nil,
+            sandbox: condition.sandbox, sandboxWarnings: condition.sandboxWarnings,
+            scenario: scenarioProgress(condition), trace: traceProgress(condition)
+        )
+    }
+
+    /// The profiles that loaded, and the files that did not.
+    public func profiles() -> ProfileCatalog {
+        catalog
+    }
+
+    public func profile(named name: String) throws(UnknownProfileError) -> ProfileEntry {
+        try catalog.entry(named: name)
+    }
+
+    package func history(limit: Int) -> [HistoryRecord] {
+        history.recent(limit)
+    }
+
+    package func record(_ condition: Condition, from previous: ProfileEntry?, reason: String, requester: Requester?, detail: String?) {
+        record(
+            condition, from: previous?.profile.name ?? "off", to: condition.policy.effective?.profile.name ?? "off",
+            reason: reason, requester: requester, detail: detail
+        )
+    }
+
+    package func record(_ condition: Condition, from: String?, to: String, reason: String, requester: Requester?, detail: String?) {
+        let from = from ?? "off"
+        var line = "condition: \(from) -> \(to) on \(condition.id) (\(reason))"
+        if let requester { line += " by \(requester)" }
+        if let detail { line += "; \(detail)" }
+        logger.notice("\(line)")
+        history.record(HistoryRecord(
+            time: Date().formatted(.iso8601), condition: condition.id.description, from: from, to: to, reason: reason,
+            requester: requester?.asker, detail: detail
+        ))
+    }
+}
+
+extension Conditioner {
+    /// The counters of every condition with objects in the kernel, the default one first,
+    /// read now: each target's tree is surveyed once, however many conditions it holds.
+    package func counterReadings() -> [ConditionCounters] {
+        let conditions = orderedConditions
+        let byTarget = Dictionary(grouping: conditions) { ObjectIdentifier($0.convergence) }.mapValues { sharing in
+            sharing[0].convergence.counters(of: sharing.map(\.slot))
+        }
+        return conditions.compactMap { condition in
+            guard let counters = byTarget[ObjectIdentifier(condition.convergence)]?[condition.slot] else { return nil }
+            return ConditionCounters(
+                id: condition.id.description, profile: condition.policy.effective?.profile.name,
+                uplink: counters.uplink, downlink: counters.downlink
+            )
+        }
+    }
+}
