@@ -91,9 +91,7 @@ extension Conditioner {
         if let expires = lease.expires {
             let ticket = LeaseTicket(condition: condition.id, leaseID: lease.id)
             let delay = TimeAmount.milliseconds(Int64((expires.timeIntervalSince(now) * 1000).rounded(.up)))
-            runtime.timer = eventLoop.scheduleTask(in: max(delay, .zero)) {
-                Task { await self.expire(ticket) }
-            }
+            runtime.timer = schedule(in: delay, ticket) { conditioner, ticket in conditioner.expire(ticket) }
         }
         condition.leaseRuntime = runtime
     }

@@ -139,9 +139,7 @@ extension Conditioner {
         guard var run = condition.scenario else { return }
         let ticket = ScenarioTicket(condition: condition.id, generation: run.generation)
         if let end = run.plannedEnd {
-            run.stepTimer = eventLoop.scheduleTask(deadline: end) {
-                Task { await self.stepTimeUp(ticket) }
-            }
+            run.stepTimer = schedule(at: end, ticket) { conditioner, ticket in conditioner.stepTimeUp(ticket) }
         }
         if let trigger = run.step.trigger {
             run.triggerBase = triggerCount(trigger, on: condition)
@@ -152,9 +150,7 @@ extension Conditioner {
     }
 
     private func schedulePoll(_ ticket: ScenarioTicket, in delay: TimeAmount) -> Scheduled<Void> {
-        eventLoop.scheduleTask(in: delay) {
-            Task { await self.pollTrigger(ticket) }
-        }
+        schedule(in: delay, ticket) { conditioner, ticket in conditioner.pollTrigger(ticket) }
     }
 
     /// The trigger's counter on the condition now: bytes or packets its direction carried.

@@ -41,8 +41,8 @@ extension Conditioner {
         let endsOutage = playback.profile.endsOutage(at: dueMilliseconds)
         let ticket = TraceTicket(condition: condition.id, generation: playback.generation, dueMilliseconds: dueMilliseconds, endsOutage: endsOutage)
         let early = playback.lead + (endsOutage ? TracePlayback.outageExitLead : .zero)
-        condition.trace?.timer = eventLoop.scheduleTask(deadline: playback.due(dueMilliseconds) - early) {
-            Task { await self.changeTraceRate(ticket) }
+        condition.trace?.timer = schedule(at: playback.due(dueMilliseconds) - early, ticket) { conditioner, ticket in
+            conditioner.changeTraceRate(ticket)
         }
     }
 
