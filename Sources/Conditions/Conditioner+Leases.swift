@@ -16,6 +16,17 @@ import Shaping
 // the client that waits.
 
 extension Conditioner {
+    /// Stops everything that runs on its own for a condition about to end: its scenario, its
+    /// traces, its lease's timer. Returns the lease's runtime, whose client is still to hear why.
+    func stopRuntime(of condition: Condition) -> Condition.LeaseRuntime? {
+        endScenario(condition)
+        stopTraces(condition)
+        let runtime = condition.leaseRuntime
+        runtime?.timer?.cancel()
+        condition.leaseRuntime = nil
+        return runtime
+    }
+
     /// A lease that lasts while the client's connection stays open (`linkcond run`), at most
     /// `maximum`. `onEnd` hears about an end the client did not cause: expiry, take-over, shutdown.
     ///

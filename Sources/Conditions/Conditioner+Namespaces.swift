@@ -63,12 +63,8 @@ extension Conditioner {
             logger.warning("cannot look at the network namespace of \(condition.id): \(error); trying again in a second")
             return false
         }
-        endScenario(condition)
-        stopTraces(condition)
+        let runtime = stopRuntime(of: condition)
         let previous = condition.policy.effective
-        let runtime = condition.leaseRuntime
-        runtime?.timer?.cancel()
-        condition.leaseRuntime = nil
         condition.policy = ConditionPolicy(baselineSince: now)
         condition.convergence.forget()
         let detail = endOfNamespace(condition, gone: "\(namespace.path) is gone")

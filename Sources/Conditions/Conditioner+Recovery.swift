@@ -67,13 +67,9 @@ extension Conditioner {
         stopping = true
         var failure: ShapingError?
         for condition in orderedConditions {
-            endScenario(condition)
-            stopTraces(condition)
+            let runtime = stopRuntime(of: condition)
             let previous = condition.policy.effective
             let lease = condition.policy.lease
-            let runtime = condition.leaseRuntime
-            runtime?.timer?.cancel()
-            condition.leaseRuntime = nil
             condition.policy = condition.policy.wanting(baseline: nil, lease: nil, now: now)
             do {
                 try condition.convergence.removeAll()
