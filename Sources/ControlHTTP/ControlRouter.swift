@@ -23,8 +23,8 @@ package struct ControlReply: Sendable {
 /// What to do with a request: answer it, or hold a lease for as long as the connection lasts.
 package enum Route: Sendable {
     case reply(ControlReply)
-    /// With the addresses a host name in the id resolved to, when the condition is new.
-    case hold(ConditionID?, ProfileChoice, LeaseRequest, maximum: LeaseDuration?, hostAddresses: [[UInt8]])
+    /// A lease that lasts while the connection does.
+    case hold(LeaseSession)
 }
 
 /// Carries out parsed requests against the conditioner and turns results and errors into
@@ -113,7 +113,10 @@ package struct ControlRouter: Sendable {
         case .deactivateAll(let force):
             return .reply(.json(ConditionListResponse(try await conditioner.deactivateAll(by: requester, force: force))))
         case .hold(let id, let choice, let lease, let maximum):
-            return .hold(id, choice, lease, maximum: maximum, hostAddresses: try await hostAddresses(for: id))
+            return .hold(LeaseSession(
+                conditioner: conditioner, id: id, choice: choice, request: lease, maximum: maximum,
+                hostAddresses: try await hostAddresses(for: id), requester: requester, logger: logger
+            ))
         case .releaseLease(let id):
             return .reply(.json(StatusResponse(try await conditioner.releaseLease(on: id, by: requester))))
         case .reload:

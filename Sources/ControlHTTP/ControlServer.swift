@@ -208,11 +208,8 @@ package struct ControlServer: Sendable {
                         try await outbound.write(contentsOf: ConnectionGuard.parts(of: reply, closing: closing))
                         AllocatorTrim.process.afterReply()
                         if closing { return }
-                    case .hold(let id, let choice, let lease, let maximum, let hostAddresses):
-                        try await hold(
-                            id, choice, lease, maximum: maximum, hostAddresses: hostAddresses, head: head, requester: requester,
-                            channel: accepted.channel, parts: &parts, outbound: outbound
-                        )
+                    case .hold(let session):
+                        try await hold(session, head: head, channel: accepted.channel, parts: &parts, outbound: outbound)
                         return
                     }
                 }
@@ -252,32 +249,25 @@ package struct ControlServer: Sendable {
     /// `POST /v1/leases`: answers with one JSON line when the lease is in force, keeps the
     /// response open while the client keeps the connection, and ends the lease when it closes.
     private func hold(
-        _ id: ConditionID?, _ choice: ProfileChoice, _ lease: LeaseRequest, maximum: LeaseDuration?, hostAddresses: [[UInt8]],
-        head: HTTPRequestHead, requester: Requester, channel: any Channel,
+        _ session: LeaseSession, head: HTTPRequestHead, channel: any Channel,
         parts: inout NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator,
         outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     ) async throws {
         leaseStreams.opened()
         defer { leaseStreams.closed() }
         let lastWord = LastWord()
-        let ended: @Sendable (LeaseEnd) -> Void = { end in
+        let held: LeaseSession.Held
+        switch await session.begin(onEnd: { event in
             // Expiry, take-over or shutdown: tell the client and hang up; the read loop below
             // then finds the connection closed and has nothing left to release.
-            let event = LeaseEvent(end)
             lastWord.send {
                 try? await outbound.write(contentsOf: [.body(.byteBuffer(Self.line(event))), .end(nil)])
                 try? await channel.close()
             }
-        }
-        let held: (lease: LeaseTicket, status: ConditionSnapshot)
-        do {
-            held = try await router.conditioner.hold(
-                choice, on: id, by: requester, maximum: maximum, force: lease.force ?? false,
-                replacingForeign: lease.replaceForeign ?? false, sandbox: lease.sandbox ?? false, hostAddresses: hostAddresses, onEnd: ended
-            )
-        } catch {
-            let reply = (error as? any ControlAPIError)?.reply
-                ?? ControlError(.internal, "\(error)").reply
+        }) {
+        case .held(let lease):
+            held = lease
+        case .refused(let reply):
             try await outbound.write(contentsOf: ConnectionGuard.parts(of: reply, closing: true))
             return
         }
@@ -289,21 +279,18 @@ package struct ControlServer: Sendable {
         headers.add(name: "Transfer-Encoding", value: "chunked")
         try await outbound.write(contentsOf: [
             .head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)),
-            .body(.byteBuffer(Self.line(LeaseEvent(event: .active, status: StatusResponse(held.status))))),
+            .body(.byteBuffer(Self.line(held.first))),
         ])
         // Anything more the client sends is ignored; its end (or failure) ends the lease.
         while (try? await parts.next()) != nil {}
-        guard let restored = await router.conditioner.release(held.lease) else {
+        guard let last = await session.release(held) else {
             // The lease ended otherwise while the client let go (a daemon stopping as a command
             // ends): its last line is being written, and returning now would close the
             // connection under it.
             await lastWord.written()
             return
         }
-        try? await outbound.write(contentsOf: [
-            .body(.byteBuffer(Self.line(LeaseEvent(event: .ended, reason: .released, status: StatusResponse(restored))))),
-            .end(nil),
-        ])
+        try? await outbound.write(contentsOf: [.body(.byteBuffer(Self.line(last))), .end(nil)])
     }
 
     private static func line(_ event: LeaseEvent) -> ByteBuffer {
