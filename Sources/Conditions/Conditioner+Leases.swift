@@ -59,7 +59,7 @@ extension Conditioner {
     /// The client of a client-bound lease closed its connection: bring the baseline back.
     /// Returns the new status, or `nil` if the lease had already ended.
     public func release(_ ticket: LeaseTicket) -> ConditionSnapshot? {
-        guard let condition = conditions[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return nil }
+        guard let condition = registry[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return nil }
         defer { dropIfIdle(condition) }
         // A sandbox's command, alone in it, usually ends before its client lets go.
         if condition.sandbox != nil, endIfNamespaceVanished(condition) { return snapshot(of: condition) }
@@ -72,8 +72,8 @@ extension Conditioner {
     public func releaseLease(on id: ConditionID? = nil, by requester: Requester) throws -> ConditionSnapshot {
         try checkRunning()
         let id = try resolved(id)
-        guard let condition = conditions[id], let lease = condition.policy.lease, lease.isHeld(by: requester) else {
-            throw NoLeaseError(holder: conditions[id]?.policy.lease?.holder.holder)
+        guard let condition = registry[id], let lease = condition.policy.lease, lease.isHeld(by: requester) else {
+            throw NoLeaseError(holder: registry[id]?.policy.lease?.holder.holder)
         }
         defer { dropIfIdle(condition) }
         let previous = condition.policy.effective
@@ -108,7 +108,7 @@ extension Conditioner {
     }
 
     func expire(_ ticket: LeaseTicket) {
-        guard let condition = conditions[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return }
+        guard let condition = registry[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return }
         defer { dropIfIdle(condition) }
         let ended = endLease(condition, reason: "lease-expired", detail: nil)
         endSandboxCondition(condition)

@@ -20,7 +20,7 @@ extension Conditioner {
     /// one is, or when the calling task is cancelled: the namespace watch polls only while it
     /// has something to watch, so an idle daemon has no timer.
     public func untilConditionsInOtherNamespaces() async {
-        guard !conditions.keys.contains(where: { $0.namespace != nil }) else { return }
+        guard !registry.hasConditionsInOtherNamespaces else { return }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 // Cancelled before this ran: the handler below found nobody to resume.

@@ -24,7 +24,7 @@ extension Conditioner {
     /// another condition that cannot be brought back is logged, removed and forgotten.
     public func recover() throws(ShapingError) {
         var recovering = [defaultCondition]
-        for id in StateStore.storedConditions(in: stateDirectory) where id != defaultID && conditions.count < Self.maximumConditions {
+        for id in StateStore.storedConditions(in: stateDirectory) where id != defaultID && !registry.isFull {
             guard let condition = recoverableCondition(id) else { continue }
             insert(condition)
             recovering.append(condition)

@@ -14,10 +14,10 @@ extension Conditioner {
         guard case .process(let pid) = id.namespace, let path = id.namespace?.path else {
             throw SandboxRequestError(message: "a sandbox is asked for with the condition pid/PID/\(SandboxAddressing.sandboxInterface)")
         }
-        guard conditions[id] == nil else {
+        guard registry[id] == nil else {
             throw SandboxRequestError(message: "the network namespace of process \(pid) already has a condition (\(id))")
         }
-        guard conditions.count < Self.maximumConditions else { throw TooManyConditionsError(limit: Self.maximumConditions) }
+        guard !registry.isFull else { throw TooManyConditionsError(limit: ConditionRegistry.maximumCount) }
         // Pinned while its owner and then its namespace are read: both are of one process.
         let process = sandboxes.pin(process: pid)
         guard let process, requester.uid == 0 || process.owner == requester.uid else {
@@ -31,7 +31,7 @@ extension Conditioner {
         try sandboxes.checkFresh(namespaceAt: path, identity: identity)
         // The namespace read while the process was pinned, not read again.
         let condition = try absentCondition(id, identity: identity, checkingInterface: false)
-        let taken = Set(conditions.values.compactMap { $0.sandbox?.index })
+        let taken = Set(registry.all.compactMap { $0.sandbox?.index })
         guard let index = (0...SandboxAddressing.maximumIndex).first(where: { !taken.contains($0) }) else {
             throw SandboxError(code: .exhausted, message: "all \(Int(SandboxAddressing.maximumIndex) + 1) sandboxes are in use")
         }
@@ -87,7 +87,7 @@ extension Conditioner {
 
     /// IPv4 forwarding goes back off where linkcond turned it on, once no sandbox needs it.
     package func restoreForwardingIfNoSandbox(stopping: Bool = false) {
-        guard let sandboxes, stopping || !conditions.values.contains(where: { $0.sandbox != nil }) else { return }
+        guard let sandboxes, stopping || !registry.all.contains(where: { $0.sandbox != nil }) else { return }
         for problem in sandboxes.restoreForwarding() {
             logger.error("cannot restore \(problem)")
         }

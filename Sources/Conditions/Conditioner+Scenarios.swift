@@ -73,7 +73,7 @@ extension Conditioner {
     public func next(on id: ConditionID? = nil, by requester: Requester) throws -> ConditionSnapshot {
         try checkRunning()
         let id = try resolved(id)
-        guard let condition = conditions[id], let run = condition.scenario else {
+        guard let condition = registry[id], let run = condition.scenario else {
             throw NoScenarioError(condition: id.description, finished: false)
         }
         guard !run.finished else { throw NoScenarioError(condition: condition.id.description, finished: true) }
@@ -161,7 +161,7 @@ extension Conditioner {
     }
 
     private func currentRun(_ ticket: ScenarioTicket) -> (Condition, ScenarioRun)? {
-        guard let condition = conditions[ticket.condition], let run = condition.scenario,
+        guard let condition = registry[ticket.condition], let run = condition.scenario,
               run.generation == ticket.generation, !run.finished, !stopping
         else { return nil }
         return (condition, run)

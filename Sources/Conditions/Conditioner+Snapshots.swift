@@ -22,7 +22,7 @@ extension Conditioner {
     /// reader, who may be anyone, does not get the daemon to read a container's devices.
     package func status(_ id: ConditionID?, verbose: Bool = false) throws -> ConditionSnapshot {
         let id = try resolved(id)
-        let held = conditions[id]
+        let held = registry[id]
         let condition = try held ?? absentCondition(id, checkingInterface: id.namespace == nil)
         return snapshot(of: condition, verbose: verbose && (held != nil || id.namespace == nil))
     }

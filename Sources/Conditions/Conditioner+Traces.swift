@@ -49,7 +49,7 @@ extension Conditioner {
     /// A window boundary: the link gets the traces' rate from now on. A refusal is logged and the
     /// playback goes on: the next window may well be accepted.
     private func changeTraceRate(_ ticket: TraceTicket) {
-        guard let condition = conditions[ticket.condition], let playback = condition.trace, playback.generation == ticket.generation else {
+        guard let condition = registry[ticket.condition], let playback = condition.trace, playback.generation == ticket.generation else {
             return
         }
         // A timer fired early, by the lead, still changes to the window it was set for.

@@ -21,8 +21,6 @@ import Shaping
 /// (a container's), that exist while they have a profile or a lease.
 /// A `ConditionID` of `nil` means the default condition.
 public actor Conditioner {
-    /// The most conditions held at once; more is refused, never queued.
-    static let maximumConditions = 1024
     static let loopback = "lo"
     /// The daemon's own network namespace, which a condition id names by the interface alone.
     static let ownNamespacePath = "/proc/self/ns/net"
@@ -45,9 +43,7 @@ public actor Conditioner {
     private let scenarioDirectories: [String]
     var scenarioCatalog: ScenarioCatalog
     var history: ConditionHistory
-    private(set) var conditions: [ConditionID: Condition]
-    /// One tree per target, shared by the conditions on it; keyed by the whole interface's id.
-    private var targets: [ConditionID: KernelConvergence]
+    private(set) var registry: ConditionRegistry
     var lastLeaseID: UInt64 = 0
     /// Waiting for a condition in another namespace: the watch over namespaces, which keeps no
     /// timer while there is none.
@@ -75,13 +71,10 @@ public actor Conditioner {
     ) {
         let defaultID = ConditionID(interface: target.interface)
         let convergence = KernelConvergence(target: target, planner: planner, engine: engine, logger: logger)
-        self.targets = [defaultID: convergence]
-        self.conditions = [
-            defaultID: Condition(
-                id: defaultID, convergence: convergence, stateStore: stateDirectory.map { StateStore(directory: $0, condition: defaultID) },
-                offSince: clock.now()
-            ),
-        ]
+        self.registry = ConditionRegistry(default: Condition(
+            id: defaultID, convergence: convergence, stateStore: stateDirectory.map { StateStore(directory: $0, condition: defaultID) },
+            offSince: clock.now()
+        ))
         self.target = target
         self.namespaces = namespaces
         self.sandboxes = sandboxes
@@ -198,23 +191,18 @@ public actor Conditioner {
 
     // MARK: Conditions
 
-    var defaultCondition: Condition {
-        // The default condition is made in `init` and never dropped.
-        conditions[defaultID]!
-    }
+    var defaultCondition: Condition { registry.defaultCondition }
 
     /// The default condition first, then the others by id.
-    var orderedConditions: [Condition] {
-        [defaultCondition] + conditions.values.filter { $0.id != defaultID }.sorted { $0.id < $1.id }
-    }
+    var orderedConditions: [Condition] { registry.ordered }
 
     /// The condition `id` names (the default one for `nil`), made when it does not exist yet and
     /// its interface does. Made for a peer named by a host name, it needs the name's addresses.
     func condition(_ id: ConditionID?, hostAddresses: [[UInt8]] = []) throws -> Condition {
         let id = try resolved(id)
-        if let existing = conditions[id] { return existing }
-        guard conditions.count < Self.maximumConditions else {
-            throw TooManyConditionsError(limit: Self.maximumConditions)
+        if let existing = registry[id] { return existing }
+        guard !registry.isFull else {
+            throw TooManyConditionsError(limit: ConditionRegistry.maximumCount)
         }
         guard id.interface != Self.loopback || id.peer?.namesServerPort == true else {
             throw LoopbackConditionError(requested: id)
@@ -227,7 +215,7 @@ public actor Conditioner {
     /// Whether the condition `id` names is held, with its match: one for a host name has its
     /// addresses already, and takes no others.
     public func holds(_ id: ConditionID?) -> Bool {
-        (try? resolved(id)).map { conditions[$0] != nil } ?? false
+        (try? resolved(id)).map { registry[$0] != nil } ?? false
     }
 
     /// A condition not (yet) held, off, on an interface that exists, in a namespace that does:
@@ -241,18 +229,12 @@ public actor Conditioner {
             if identity == (try? namespaces?.identity(at: Self.ownNamespacePath)) {
                 throw AliasedConditionError(requested: id, existing: ConditionID(interface: id.interface))
             }
-            if let twin = conditions.values.first(where: {
-                $0.namespaceIdentity == identity && $0.id.interface == id.interface && $0.id.namespace != id.namespace
-            }) {
+            if let twin = registry.alias(of: id, in: identity) {
                 throw AliasedConditionError(requested: id, existing: twin.id)
             }
         }
         let condition = makeCondition(id, identity: identity, hostAddresses: hostAddresses)
-        if case .match(_, let match) = condition.slot,
-           let twin = conditions.values.first(where: { other in
-               guard other.convergence === condition.convergence, case .match(_, let held) = other.slot else { return false }
-               return held.overlapsExactly(match)
-           }) {
+        if case .match(_, let match) = condition.slot, let twin = registry.overlapping(match, on: condition.convergence) {
             throw OverlappingPeerError(requested: id, existing: twin.id)
         }
         if checkingInterface, try condition.convergence.survey().interface == nil {
@@ -265,7 +247,7 @@ public actor Conditioner {
     /// `slot` (its stored one, at restart) when that is free on the target, else the lowest free one,
     /// and for a host name matches `hostAddresses`.
     func makeCondition(_ id: ConditionID, identity: NamespaceIdentity?, slot stored: UInt16? = nil, hostAddresses: [[UInt8]] = []) -> Condition {
-        let convergence = targets[id.target] ?? {
+        let convergence = registry.tree(of: id) ?? {
             var engine = self.engine
             if let namespace = id.namespace, let identity, let namespaces {
                 engine = ShapingEngine(kernel: namespaces.kernel(at: namespace.path, identity: identity), logger: logger)
@@ -274,10 +256,7 @@ public actor Conditioner {
         }()
         var slot = ConditionSlot.whole
         if let peer = id.peer {
-            let taken = Set(conditions.values.filter { $0.convergence === convergence }.compactMap(\.slotNumber))
-            let number = stored.flatMap { taken.contains($0) ? nil : $0 }
-                ?? (1...ReservedHandles.maximumMatchSlot).first { !taken.contains($0) } ?? ReservedHandles.maximumMatchSlot
-            slot = .match(number, PeerMatch(peer, hostAddresses: hostAddresses))
+            slot = .match(registry.freeSlot(on: convergence, preferring: stored), PeerMatch(peer, hostAddresses: hostAddresses))
         }
         return Condition(
             id: id, namespaceIdentity: identity, convergence: convergence, slot: slot,
@@ -287,8 +266,7 @@ public actor Conditioner {
 
     /// Makes `condition` one of the set, and its tree the one its target's other conditions share.
     package func insert(_ condition: Condition) {
-        conditions[condition.id] = condition
-        targets[condition.id.target] = condition.convergence
+        registry.insert(condition)
         if condition.id.namespace != nil {
             resumeNamespaceWaiters()
         }
@@ -298,8 +276,7 @@ public actor Conditioner {
     /// the set, and its state file goes (after its kernel objects, so a crash in between
     /// still leaves the file that tells the next daemon to remove them).
     package func dropIfIdle(_ condition: Condition) {
-        guard condition.id != defaultID, condition.isIdle, conditions[condition.id] === condition else { return }
-        conditions[condition.id] = nil
+        guard condition.isIdle, registry.remove(condition) else { return }
         // A sandbox that could not be removed keeps its state file: the next daemon tries again.
         let sandboxRemoved = tearDownSandbox(of: condition)
         if condition.sandbox != nil {
@@ -307,10 +284,6 @@ public actor Conditioner {
         }
         if sandboxRemoved {
             condition.stateStore?.remove()
-        }
-        let target = condition.id.target
-        if !condition.convergence.isInUse, !conditions.values.contains(where: { $0.convergence === condition.convergence }) {
-            targets[target] = nil
         }
     }
 

@@ -373,8 +373,9 @@ struct ControlClientErrorTests {
     func quietLease() async throws {
         let daemon = try FakeDaemon(.lease)
         defer { daemon.stop() }
-        let ran = try await client(daemon.path, timeout: .milliseconds(200)).withCondition("Slow Net") {
-            try await Task.sleep(for: .milliseconds(700))
+        // A second for the lease's first line, which comes late while every other test runs.
+        let ran = try await client(daemon.path, timeout: .seconds(1)).withCondition("Slow Net") {
+            try await Task.sleep(for: .milliseconds(1_500))
             return true
         }
         #expect(ran)

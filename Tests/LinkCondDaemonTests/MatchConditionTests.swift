@@ -13,7 +13,7 @@ import Testing
 extension Conditioner {
     /// The slot number of the condition `id` names, `nil` for one of the whole interface or one not held.
     func slot(of id: ConditionID) -> UInt16? {
-        (try? resolved(id)).flatMap { conditions[$0]?.slotNumber }
+        (try? resolved(id)).flatMap { registry[$0]?.slotNumber }
     }
 }
 
