@@ -52,13 +52,16 @@ extension LeaseDocument {
 extension LeaseEvent {
     /// The last line of a lease's stream when it ended without its client.
     init(_ end: LeaseEnd) {
+        let reason: EndReason
+        var takenBy: Holder?
         switch end.reason {
-        case .released: self.init(event: .ended, reason: .released, status: StatusResponse(end.condition))
-        case .expired: self.init(event: .ended, reason: .expired, status: StatusResponse(end.condition))
-        case .takenOver(let holder): self.init(event: .ended, reason: .takenOver, by: holder, status: StatusResponse(end.condition))
-        case .shutdown: self.init(event: .ended, reason: .shutdown, status: StatusResponse(end.condition))
-        case .namespaceEnded: self.init(event: .ended, reason: .namespaceEnded, status: StatusResponse(end.condition))
+        case .released: reason = .released
+        case .expired: reason = .expired
+        case .takenOver(let holder): (reason, takenBy) = (.takenOver, holder)
+        case .shutdown: reason = .shutdown
+        case .namespaceEnded: reason = .namespaceEnded
         }
+        self.init(event: .ended, reason: reason, by: takenBy, status: StatusResponse(end.condition))
     }
 }
 
