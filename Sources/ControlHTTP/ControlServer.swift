@@ -109,7 +109,11 @@ package struct ControlServer: Sendable {
     @Sendable
     private func initialize(_ channel: any Channel) -> EventLoopFuture<Accepted> {
         if case .tcp = socket {
-            return channel.eventLoop.makeSucceededFuture(admit(channel, peer: .scraper, countedAs: scraperOwner(channel)))
+            guard let owner = scraperOwner(channel) else {
+                channel.close(promise: nil)
+                return channel.eventLoop.makeSucceededFuture(Accepted(channel: channel, peer: .scraper, connection: nil))
+            }
+            return channel.eventLoop.makeSucceededFuture(admit(channel, peer: .scraper, countedAs: owner))
         }
         let credentials: EventLoopFuture<PeerCredentials> = (channel as? SocketOptionProvider).map {
             $0.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SO_PEERCRED)
@@ -124,11 +128,18 @@ package struct ControlServer: Sendable {
     /// share alone and Prometheus's scrapes still get in. When the owner cannot be told, the
     /// share all such connections have together. Counted, never trusted: the peer stays a
     /// `.scraper`, served `/metrics` alone whoever it is.
-    private func scraperOwner(_ channel: any Channel) -> UInt32 {
+    ///
+    /// `nil` when the other end is already closed. A flood that ends leaves the kernel handing
+    /// over its connections for a while (SYN-cookie connections become real on the peer's FIN);
+    /// served like live ones, they filled the unknown users' share and held its descriptors
+    /// for seconds after the flood was gone.
+    private func scraperOwner(_ channel: any Channel) -> UInt32? {
         guard let peer = channel.remoteAddress, let local = channel.localAddress else { return PeerCredentials.scraper.uid }
         switch LoopbackPeer.owner(of: peer, connectedTo: local) {
         case .success(let uid):
             return uid
+        case .failure(let failure) where failure.peerClosed:
+            return nil
         case .failure(let failure):
             logger.debug("the user at the other end of \(peer) cannot be told (\(failure)): counted with the scrapers of unknown users")
             return PeerCredentials.scraper.uid

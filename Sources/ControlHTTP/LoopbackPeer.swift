@@ -29,6 +29,12 @@ package enum LoopbackPeer {
             default: String(cString: strerror(code))
             }
         }
+
+        /// The other end is closed: no socket there, or one that no process holds. On loopback,
+        /// where every peer is on this host and in this namespace, nobody can read an answer.
+        var peerClosed: Bool {
+            code == ENOENT || code == ESRCH
+        }
     }
 
     /// The uid that owns the socket whose own address is `peer` and which is connected to

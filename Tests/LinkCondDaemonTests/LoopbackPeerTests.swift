@@ -52,6 +52,7 @@ struct LoopbackPeerTests {
         let peer = try SocketAddress(ipAddress: "127.0.0.1", port: 1)
         let local = try SocketAddress(ipAddress: "127.0.0.1", port: 2)
         #expect(LoopbackPeer.owner(of: peer, connectedTo: local) == .failure(.init(code: ENOENT)))
+        #expect(LoopbackPeer.LookupFailure(code: ENOENT).peerClosed, "on loopback, no socket there means its end is closed")
     }
 
     @Test("A closed connection's end, which no process holds, has no owner (the kernel reports uid 0 for it)")
@@ -63,6 +64,8 @@ struct LoopbackPeerTests {
         try await client.close()
         // Closed first, it lingers as FIN_WAIT1, then FIN_WAIT2 in a TIME_WAIT minisocket: no inode.
         #expect(LoopbackPeer.owner(of: peer, connectedTo: local) == .failure(.init(code: ESRCH)))
+        #expect(LoopbackPeer.LookupFailure(code: ESRCH).peerClosed)
+        #expect(!LoopbackPeer.LookupFailure(code: EAGAIN).peerClosed, "no answer from the kernel says nothing about the peer")
     }
 
     @Test("Addresses of different families, or not IP: a failure")
