@@ -21,10 +21,22 @@ extension Conditioner {
     /// as its interface exists. Inside another namespace, only the namespace is looked for: a
     /// reader, who may be anyone, does not get the daemon to read a container's devices.
     package func status(_ id: ConditionID?, verbose: Bool = false) throws -> ConditionSnapshot {
+        if let id, let namespace = id.namespace, id.interface.isEmpty, try !shapes(in: namespace) {
+            // Which interface `pid/PID/` means takes entering the namespace to read its routes,
+            // which a reader must not get the daemon to do where linkcond shapes nothing.
+            return snapshot(of: makeCondition(id, identity: nil))
+        }
         let id = try resolved(id)
         let held = registry[id]
         let condition = try held ?? absentCondition(id, checkingInterface: id.namespace == nil)
         return snapshot(of: condition, verbose: verbose && (held != nil || id.namespace == nil))
+    }
+
+    /// Whether a condition is held in the namespace `namespace` names now (found by its
+    /// identity, a `stat`, whatever path the condition's id names it by).
+    private func shapes(in namespace: NetworkNamespaceReference) throws -> Bool {
+        let identity = try identity(of: namespace)
+        return registry.ordered.contains { $0.namespaceIdentity == identity }
     }
 
     /// Every condition: the default one first, then the others by id.

@@ -36,7 +36,10 @@ QUICK_START = "Quick start"
 CHECKS = 28
 
 WWW = "lc-www"
-SWIFT_EXAMPLE = REPO / "Examples" / "swift-testing" / ".build" / "debug" / "PageLoadExamplePackageTests.xctest"
+#: Built into this checkout's own build directory (`--scratch-path .build`), where it shares the
+#: unit tests' build of swift-nio and the client library instead of compiling them a second time.
+SWIFT_EXAMPLE = REPO / ".build" / "debug" / "PageLoadExamplePackageTests.xctest"
+BUILD_SWIFT_EXAMPLE = "swift build --build-tests --package-path Examples/swift-testing --scratch-path .build"
 #: The time one command of a page may take.
 COMMAND_LIMIT = 120
 
@@ -182,11 +185,10 @@ def conditions() -> list[dict]:
 
 @pytest.fixture
 def swift_bundle() -> Path:
-    """Examples/swift-testing's test bundle, built on the host (`swift build --build-tests
-    --package-path Examples/swift-testing`): building in the VM would take many minutes."""
+    """Examples/swift-testing's test bundle, built on the host (BUILD_SWIFT_EXAMPLE): building in
+    the VM would take many minutes."""
     if not SWIFT_EXAMPLE.exists():
-        raise HarnessError(f"{SWIFT_EXAMPLE.relative_to(REPO)} is missing: build it on the host with "
-                           "`swift build --build-tests --package-path Examples/swift-testing`")
+        raise HarnessError(f"{SWIFT_EXAMPLE.relative_to(REPO)} is missing: build it on the host with `{BUILD_SWIFT_EXAMPLE}`")
     return SWIFT_EXAMPLE
 
 

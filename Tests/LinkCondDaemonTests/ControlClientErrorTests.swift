@@ -318,15 +318,16 @@ struct ControlClientErrorTests {
         let daemon = try FakeDaemon(.answerOnceThenSilence(Self.http(200, body: Self.statusDocument, close: false)))
         defer { daemon.stop() }
         let error = await #expect(throws: ControlClientError.self) {
-            // A second of each: the first answer comes in time even while every other test runs.
-            try await client(daemon.path, timeout: .seconds(1)).withConnection { connection in
+            // Three seconds each: with every other test running on two CPUs, the first answer
+            // once took a second (and its alarm, ringing as it came, closed the connection).
+            try await client(daemon.path, timeout: .seconds(3)).withConnection { connection in
                 let first: StatusResponse = try await connection.request(.GET, APIPath.status)
                 #expect(first.interface == "eth0")
-                try await Task.sleep(for: .milliseconds(1_200))
+                try await Task.sleep(for: .milliseconds(3_500))
                 let _: StatusResponse = try await connection.request(.GET, APIPath.status)
             }
         }
-        #expect(error?.code == .noAnswer)
+        #expect(error?.code == .noAnswer, "\(String(describing: error))")
         #expect(daemon.requests == 2)
     }
 
@@ -373,9 +374,10 @@ struct ControlClientErrorTests {
     func quietLease() async throws {
         let daemon = try FakeDaemon(.lease)
         defer { daemon.stop() }
-        // A second for the lease's first line, which comes late while every other test runs.
-        let ran = try await client(daemon.path, timeout: .seconds(1)).withCondition("Slow Net") {
-            try await Task.sleep(for: .milliseconds(1_500))
+        // Three seconds for the lease's first line: with every other test running on two CPUs,
+        // it once took more than one.
+        let ran = try await client(daemon.path, timeout: .seconds(3)).withCondition("Slow Net") {
+            try await Task.sleep(for: .milliseconds(3_500))
             return true
         }
         #expect(ran)

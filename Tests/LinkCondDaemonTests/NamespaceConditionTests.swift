@@ -63,6 +63,26 @@ struct NamespaceConditionTests {
         #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"], "nothing was made for the refusals")
     }
 
+    @Test("A reader's status of `pid/PID/` where nothing is held: off, without entering the namespace to read its routes")
+    func readerDoesNotEnterTheNamespace() async throws {
+        let namespaces = FakeNamespaces()
+        namespaces.make(at: Self.containerPath, interfaces: ["eth0", "eth1"], defaultRoute: "eth1")
+        let conditioner = TestDaemon.conditioner(kernel: FakeKernel(), namespaces: namespaces)
+        let unnamed = ConditionID(interface: "", namespace: .process(4242))
+
+        let off = try await conditioner.status(unnamed)
+        #expect(off.profile == nil && off.id.description == "pid/4242/")
+        #expect(namespaces.routeTableReads.isEmpty)
+        await #expect(throws: UnknownNamespaceError.self) {
+            _ = try await conditioner.status(ConditionID(interface: "", namespace: .process(999)))
+        }
+        #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"], "nothing was made for the readings")
+
+        _ = try await conditioner.activate("Slow Net", on: unnamed, by: TestDaemon.root)
+        #expect(try await conditioner.status(unnamed).profile?.name == "Slow Net", "where linkcond shapes, the route decides")
+        #expect(namespaces.routeTableReads == [Self.containerPath, Self.containerPath])
+    }
+
     @Test("The namespace watch waits, without a timer, until a condition is in another namespace, or until it is cancelled")
     func watchWaitsForANamespace() async throws {
         let namespaces = FakeNamespaces()

@@ -8,6 +8,8 @@ public final class FakeNamespaces: NamespaceKernels, @unchecked Sendable {
     /// Each namespace's default route's interface, by identity; a namespace missing here has
     /// no default route.
     public var defaultRoutes: [NamespaceIdentity: String] = [:]
+    /// The paths whose route tables were read, in order: each read enters the namespace.
+    public private(set) var routeTableReads: [String] = []
     private var nextInode: UInt64 = 4_026_532_000
 
     public init() {}
@@ -55,6 +57,7 @@ public final class FakeNamespaces: NamespaceKernels, @unchecked Sendable {
     /// route over IPv4 only, with a link-local route before it.
     public func routeTables(at path: String) throws(NetlinkError) -> (ipv4: String, ipv6: String) {
         let identity = try identity(at: path)
+        routeTableReads.append(path)
         var ipv4 = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
         if let device = defaultRoutes[identity] {
             ipv4 += "\(device)\t0002A8C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"

@@ -13,9 +13,8 @@ Two phases, in order:
   functional  every module's untimed tests, as many VMs at once as `--vm-jobs` (the host's CPUs),
               each User-mode Linux VM pinned to a CPU of its own;
   timed       the tests marked `timed` (round trips, rates, jitter, step and window times), with
-              nothing but timed VMs running and each on CPUs of its own: User-mode Linux VMs one
-              per host CPU, each pinned to it; then each qemu VM alone (its emulated CPUs take
-              the host's).
+              nothing but timed VMs running, one per host CPU, each pinned to it (a qemu VM with
+              one emulated CPU).
 
 A module names its VM with `VM = "uml"` (the default: User-mode Linux), `"qemu"` (Debian's own
 kernel under emulation) or `"systemd"` (User-mode Linux with systemd as init in a container, for
@@ -294,10 +293,9 @@ class Controller:
         self.run_phase(session, functional, self.jobs)
         if timed:
             self.wait_for_the_machine(self.config.getoption("--timed-lock"))
-        # A CPU of its own for each timed VM: User-mode Linux VMs (one CPU each, pinned) one per
-        # host CPU, then qemu's (two emulated CPUs, unpinned) one at a time, alone.
-        self.run_phase(session, [g for g in timed if g.kernel == "uml"], min(self.jobs, os.cpu_count() or 1))
-        self.run_phase(session, [g for g in timed if g.kernel == "qemu"], 1)
+        # A CPU of its own for each timed VM, one per host CPU, each pinned to it: User-mode
+        # Linux's and qemu's (one emulated CPU) alike.
+        self.run_phase(session, timed, min(self.jobs, os.cpu_count() or 1))
         if self.config.getoption("--store-durations"):
             known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
             known.update({k: round(v) for k, v in self.durations.items()})
@@ -392,8 +390,11 @@ class Controller:
             if pin:
                 # Beside another VM, one emulated CPU: two, on a host CPU and a half, wait for
                 # each other (two systemd VMs side by side booted in 89 s, not 32, and ran 2.9
-                # times slower each).
+                # times slower each). A timed one has its host CPU to itself, as a User-mode
+                # Linux VM has: its timers then fire on time whatever the VM beside it does.
                 vm += ["--cpus", "1"]
+                if group.phase == "timed":
+                    vm += ["--pin", str(cpu % (os.cpu_count() or 1))]
         python = REPO / ".build" / "venv" / "bin" / "python"
         tests = [str(KERNEL_TESTS / item.nodeid) for item in items]
         if group.kernel == "qemu":
