@@ -26,6 +26,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case scenario
     /// The state file a restarted daemon reads.
     case state
+    /// The history file a starting daemon reads, and each record as `GET /v1/history` shows it.
+    case history
 
     public func run(_ bytes: [UInt8]) {
         switch self {
@@ -34,6 +36,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .profile: Self.profile(bytes)
         case .scenario: Self.scenario(bytes)
         case .state: Self.state(bytes)
+        case .history: Self.history(bytes)
         }
     }
 
@@ -103,6 +106,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         guard let state = StateStore.decode(Data(bytes)) else { return }
         _ = try? state.baseline?.entry()
         _ = try? state.lease?.profile.entry()
+    }
+
+    /// Read as a whole file, and as the tail of a longer one (from inside a line).
+    private static func history(_ bytes: [UInt8]) {
+        for fromMiddle in [false, true] {
+            _ = ConditionHistory.parse(bytes, fromMiddle: fromMiddle).records.map(HistoryEntryDocument.init)
+        }
     }
 }
 

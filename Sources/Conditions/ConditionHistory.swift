@@ -17,14 +17,52 @@ package struct ConditionHistory {
     /// Lines in the file, so that a daemon that runs for months keeps it bounded too.
     private var linesInFile = 0
 
+    /// The most of the file read at start, from its end: `fileLimit` lines of the daemon's own
+    /// many times over. A longer file (damaged, or written by something else) is read from that
+    /// far before its end, and cut back at once.
+    static let readLimit = 4 << 20
+
     init(file: URL?) {
         self.file = file
-        guard let file, let text = try? String(contentsOf: file, encoding: .utf8) else { return }
-        let lines = text.split(separator: "\n")
-        let decoder = JSONDecoder()
-        entries = lines.suffix(Self.kept).compactMap { try? decoder.decode(HistoryRecord.self, from: Data($0.utf8)) }
-        linesInFile = lines.count
+        guard let file, let (tail, whole) = Self.readTail(of: file.path, limit: Self.readLimit) else { return }
+        let parsed = Self.parse(tail, fromMiddle: !whole)
+        entries = parsed.records
+        linesInFile = whole ? parsed.lines : Self.fileLimit + 1
         trimFileIfLong()
+    }
+
+    /// The records of a history file's bytes: of its last `kept` lines, each that decodes (a
+    /// damaged line is skipped, the rest kept); with the number of lines. `fromMiddle`: the
+    /// bytes begin inside a line, which is left out.
+    package static func parse(_ bytes: [UInt8], fromMiddle: Bool) -> (records: [HistoryRecord], lines: Int) {
+        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)
+        if fromMiddle, !lines.isEmpty, bytes.first != UInt8(ascii: "\n") {
+            lines.removeFirst()
+        }
+        let decoder = JSONDecoder()
+        let records = lines.suffix(kept).compactMap { try? decoder.decode(HistoryRecord.self, from: Data($0)) }
+        return (records, lines.count)
+    }
+
+    /// The last `limit` bytes of the regular file at `path`, and whether that is all of it;
+    /// `nil` when it cannot be read or is not a regular file (a FIFO would block the start).
+    private static func readTail(of path: String, limit: Int) -> (bytes: [UInt8], whole: Bool)? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        let size = Int(status.st_size)
+        let start = max(0, size - limit)
+        guard lseek(descriptor, off_t(start), SEEK_SET) == off_t(start) else { return nil }
+        var bytes = [UInt8](repeating: 0, count: size - start)
+        var filled = 0
+        while filled < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
+            guard count > 0 else { break }
+            filled += count
+        }
+        return (Array(bytes[..<filled]), start == 0)
     }
 
     mutating func record(_ entry: HistoryRecord) {
@@ -45,7 +83,7 @@ package struct ConditionHistory {
         guard let file, var line = try? JSONEncoder().encode(entry) else { return }
         line.append(UInt8(ascii: "\n"))
         try? FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let descriptor = open(file.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        let descriptor = open(file.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o644)
         guard descriptor >= 0 else { return }
         defer { close(descriptor) }
         _ = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }

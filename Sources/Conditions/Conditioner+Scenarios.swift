@@ -42,7 +42,7 @@ extension Conditioner {
 
     /// The profile a step plays: one of the daemon's by name, as the catalog has it now, or
     /// the step's own values (marked ad hoc, so reload leaves them alone).
-    private func stepProfile(_ play: ScenarioSchedule.Play, of entry: ScenarioEntry) throws -> ProfileEntry {
+    private func stepProfile(_ play: ScenarioSchedule.Play, of entry: ScenarioEntry) throws(ScenarioStepError) -> ProfileEntry {
         let step = entry.scenario.steps[play.index]
         switch step.profile {
         case .named(let name):

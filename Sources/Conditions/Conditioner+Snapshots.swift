@@ -27,9 +27,11 @@ extension Conditioner {
             return snapshot(of: makeCondition(id, identity: nil))
         }
         let id = try resolved(id)
-        let held = registry[id]
-        let condition = try held ?? absentCondition(id, checkingInterface: id.namespace == nil)
-        return snapshot(of: condition, verbose: verbose && (held != nil || id.namespace == nil))
+        if let held = registry[id] {
+            return snapshot(of: held, verbose: verbose)
+        }
+        let absent = try absentCondition(id, checkingInterface: id.namespace == nil)
+        return snapshot(of: absent, verbose: verbose && id.namespace == nil)
     }
 
     /// Whether a condition is held in the namespace `namespace` names now (found by its

@@ -152,7 +152,7 @@ public actor Conditioner {
         for condition in orderedConditions {
             try condition.policy.checkNoLease(against: requester, force: force, now: now)
         }
-        var failure: (any Error)?
+        var failure: ShapingError?
         for condition in orderedConditions {
             do {
                 try switchOff(condition, by: requester)
@@ -305,7 +305,7 @@ public actor Conditioner {
     }
 
     /// Off, recorded; an idle condition is still swept of what an earlier daemon may have left.
-    private func switchOff(_ condition: Condition, by requester: Requester) throws {
+    private func switchOff(_ condition: Condition, by requester: Requester) throws(ShapingError) {
         let previous = condition.policy.effective
         let displaced = try converge(condition, to: condition.policy.wanting(baseline: nil, lease: nil, now: now), replacingForeign: false)
         if previous == nil {
@@ -363,7 +363,7 @@ public actor Conditioner {
     func converge(
         _ condition: Condition, to wanted: ConditionPolicy, replacingForeign: Bool, keepingScenario: Bool = false,
         onEnd: (@Sendable (LeaseEnd) -> Void)? = nil
-    ) throws -> Condition.LeaseRuntime? {
+    ) throws(ShapingError) -> Condition.LeaseRuntime? {
         let old = condition.policy
         condition.policy = wanted
         persist(condition)

@@ -41,17 +41,22 @@ package struct ControlRouter: Sendable {
     var logger = Logger(label: "linkcondd")
 
     func route(_ request: ControlRequest) async -> Route {
-        do {
-            let call = try APICall.parse(request, faultInjection: faults != nil)
+        let call: APICall
+        do throws(ControlError) {
+            call = try APICall.parse(request, faultInjection: faults != nil)
             if metricsOnly, call != .metrics {
                 throw ControlError(.notFound, "this address serves GET \(APIPath.metrics) alone; the rest of the API is on the control socket")
             }
             if call.changes {
                 try authorize(request.requester)
             }
-            return try await perform(call, for: request.requester)
-        } catch let error as any ControlAPIError {
+        } catch {
             return .reply(error.reply)
+        }
+        do {
+            return try await perform(call, for: request.requester)
+        } catch let error as any ConditionsError {
+            return .reply(.refusal(error))
         } catch {
             logger.error("unexpected error answering \(request.method) \(APICall.printable(request.path)): \(error)")
             return .reply(ControlError(.internal, "\(error)").reply)

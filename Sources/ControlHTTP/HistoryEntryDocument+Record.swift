@@ -3,7 +3,7 @@ import ControlAPI
 
 extension HistoryEntryDocument {
     /// A kept change of condition, as `GET /v1/history` shows it.
-    init(_ record: HistoryRecord) {
+    package init(_ record: HistoryRecord) {
         self.init(
             time: record.time, condition: record.condition, from: record.from, to: record.to, reason: record.reason,
             requester: record.requester.map { Holder(uid: $0.uid, user: $0.user, pid: $0.pid, command: $0.command) },

@@ -38,8 +38,8 @@ package struct LeaseSession: Sendable {
                 onEnd: { onEnd(LeaseEvent($0)) }
             )
             return .held(Held(ticket: held.lease, first: LeaseEvent(event: .active, status: StatusResponse(held.status))))
-        } catch let error as any ControlAPIError {
-            return .refused(error.reply)
+        } catch let error as any ConditionsError {
+            return .refused(.refusal(error))
         } catch {
             logger.error("unexpected error holding a lease: \(error)")
             return .refused(ControlError(.internal, "\(error)").reply)

@@ -23,6 +23,9 @@ from harness.system import (BIN, HARNESS, SYSTEM_PYTHON, as_member, as_stranger,
                             wait_until, writable_by_anyone)
 
 CHECKS = 41
+#: Built on the host first (linkcond-bench, which loads and floods the daemon): make test builds it
+#: beside the functional phase.
+HOST_BUILDS = ("bench",)
 
 BASELINE = "Slow Net"
 SWITCHED = ("Nasty Net", "Black Hole", BASELINE)

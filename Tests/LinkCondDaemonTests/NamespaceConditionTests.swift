@@ -56,7 +56,7 @@ struct NamespaceConditionTests {
             _ = try await conditioner.activate("Slow Net", on: island, by: TestDaemon.root)
         }
         #expect(NoDefaultRouteInNamespaceError(namespace: .named("island")).description.contains("no default route"))
-        #expect((NoDefaultRouteInNamespaceError(namespace: .named("island")) as any ControlAPIError).errorCode == .unknownInterface)
+        #expect(NoDefaultRouteInNamespaceError(namespace: .named("island")).errorCode == .unknownInterface)
         await #expect(throws: UnknownNamespaceError.self) {
             _ = try await conditioner.activate("Slow Net", on: ConditionID(interface: "", namespace: .process(999)), by: TestDaemon.root)
         }
@@ -119,7 +119,7 @@ struct NamespaceConditionTests {
             _ = try await conditioner.activate("Slow Net", on: Self.container, by: TestDaemon.root)
         }
         let error = UnknownNamespaceError(namespace: .named("ci-1"), reason: "no such namespace")
-        #expect((error as any ControlAPIError).httpStatus == .notFound)
+        #expect(error.errorCode.httpStatus == .notFound)
         #expect(error.description.contains("/run/netns/ci-1") && error.description.contains("ip netns list"))
 
         let without = TestDaemon.conditioner(kernel: FakeKernel())
@@ -271,7 +271,7 @@ struct AliasedConditionTests {
             _ = try await conditioner.activate("Nasty Net", on: ConditionID(interface: "eth0", namespace: .process(77)), by: TestDaemon.root)
             Issue.record("a second condition on the same device")
         } catch let error as AliasedConditionError {
-            #expect(error.existing == named && (error as any ControlAPIError).httpStatus == .conflict)
+            #expect(error.existing == named && error.errorCode.httpStatus == .conflict)
         }
         namespaces.alias(Conditioner.ownNamespacePath, to: "/proc/1/ns/net", making: true)
         await #expect(throws: AliasedConditionError.self) {

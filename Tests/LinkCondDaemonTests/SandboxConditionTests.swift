@@ -147,7 +147,7 @@ struct SandboxConditionTests {
             Issue.record("plumbed another user's namespace")
         } catch let error as SandboxError {
             #expect(error.code == .notYours)
-            #expect((error as any ControlAPIError).httpStatus == .forbidden)
+            #expect(error.errorCode.httpStatus == .forbidden)
         }
         #expect(plumbing.calls.isEmpty)
     }
@@ -196,7 +196,7 @@ struct SandboxConditionTests {
                 Issue.record("plumbed the namespace of \(pid), which is in use")
             } catch let error as SandboxError {
                 #expect(error.code == .namespaceInUse)
-                #expect((error as any ControlAPIError).httpStatus == .conflict)
+                #expect(error.errorCode.httpStatus == .conflict)
             }
         }
         #expect(!plumbing.calls.contains { $0.hasPrefix("plumb") })

@@ -77,6 +77,43 @@ struct HistoryFileTests {
     }
 }
 
+extension HistoryFileTests {
+    @Test("A history file past the read limit: only its end is read, from the first whole line, and the file is cut back")
+    func hugeFileReadFromItsEnd() throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("history.jsonl")
+        let line = #"{"time":"old","from":"off","to":"Slow Net","reason":"activate","detail":""# + String(repeating: "x", count: 1000) + "\"}\n"
+        var text = String(repeating: line, count: ConditionHistory.readLimit / line.utf8.count + 10)
+        text += #"{"time":"last","from":"Slow Net","to":"off","reason":"off"}"# + "\n"
+        try Data(text.utf8).write(to: file)
+
+        let history = ConditionHistory(file: file)
+        #expect(history.recent(1).map(\.time) == ["last"])
+        #expect(history.recent(ConditionHistory.kept).count == ConditionHistory.kept)
+        let size = try #require(FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int)
+        #expect(size < ConditionHistory.readLimit / 10, "cut back to the records kept")
+    }
+
+    @Test("The tail of a file cut inside a line leaves that line out; damaged lines are skipped, the rest kept")
+    func tailAndDamagedLines() {
+        let bytes = Array(#"reason":"activate"}"#.utf8) + [10] + Array(#"{"time":"a","from":"off","to":"x","reason":"r"}"#.utf8) + [10]
+            + Array("not json\n{}\n".utf8) + Array(#"{"time":"b","from":"x","to":"off","reason":"r"}"#.utf8)
+        #expect(ConditionHistory.parse(bytes, fromMiddle: true).records.map(\.time) == ["a", "b"])
+        #expect(ConditionHistory.parse(bytes, fromMiddle: true).lines == 4)
+        #expect(ConditionHistory.parse(bytes, fromMiddle: false).lines == 5)
+    }
+
+    @Test("A history file that is a FIFO is not read (opening it would wait for a writer); the daemon starts with none")
+    func fifoIsNotRead() throws {
+        let directory = try TestDaemon.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("history.jsonl")
+        #expect(mkfifo(file.path, 0o600) == 0)
+        #expect(ConditionHistory(file: file).recent(10).isEmpty)
+    }
+}
+
 @Suite("Command lines without their secrets")
 struct RedactionTests {
     @Test("Secrets in options, variables and URLs are masked; the rest stays", arguments: [

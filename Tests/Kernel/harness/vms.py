@@ -177,7 +177,7 @@ class Group:
     kernel: str
     systemd: bool
     items: list = field(default_factory=list)
-    #: What the module's tests need built on the host first (its `HOST_BUILDS`: "deb", "swift-example").
+    #: What the module's tests need built on the host first (its `HOST_BUILDS`: "bench", "deb", "swift-example").
     host_builds: tuple = ()
 
     @property

@@ -1,0 +1,135 @@
+import LinkCondVocabulary
+import Profiles
+import Sandboxes
+import Shaping
+
+/// Why the domain refused or failed a command, in the control API's vocabulary: a code, which
+/// the HTTP layer turns into a status and the CLI into advice, and a sentence.
+///
+/// The `Conditioner`'s commands are declared `throws`, so that whoever
+/// answers them reads the code without a cast, and an error that has no code does not compile.
+public protocol ConditionsError: Error, CustomStringConvertible {
+    var errorCode: ErrorCode { get }
+    /// Names that were probably meant (an unknown profile's or scenario's).
+    var errorSuggestions: [String]? { get }
+}
+
+extension ConditionsError {
+    public var errorSuggestions: [String]? { nil }
+}
+
+/// What names a catalog's items in refusals.
+public protocol NamedInRefusals: CatalogItem {
+    static var unknownNameCode: ErrorCode { get }
+}
+
+extension Profile: NamedInRefusals {
+    public static var unknownNameCode: ErrorCode { .unknownProfile }
+}
+
+extension Scenario: NamedInRefusals {
+    public static var unknownNameCode: ErrorCode { .unknownScenario }
+}
+
+extension UnknownNameError: ConditionsError where Item: NamedInRefusals {
+    public var errorCode: ErrorCode { Item.unknownNameCode }
+    public var errorSuggestions: [String]? { suggestions }
+}
+
+extension LeaseConflictError: ConditionsError {
+    public var errorCode: ErrorCode { .leaseHeld }
+}
+
+extension NoLeaseError: ConditionsError {
+    public var errorCode: ErrorCode { .noLease }
+}
+
+extension DaemonStoppingError: ConditionsError {
+    public var errorCode: ErrorCode { .stopping }
+}
+
+extension ShapingError: ConditionsError {
+    public var errorCode: ErrorCode {
+        switch code {
+        case .interfaceMissing: .interfaceMissing
+        case .foreignQdisc: .foreignQdisc
+        case .ifbNameTaken: .ifbNameTaken
+        case .missingKernelModule: .missingKernelModule
+        case .notPermitted: .notPermitted
+        case .kernelRefused: .kernelRefused
+        case .namespaceGone: .namespaceGone
+        }
+    }
+}
+
+extension UnknownInterfaceError: ConditionsError {
+    public var errorCode: ErrorCode { .unknownInterface }
+}
+
+extension NoDefaultRouteInNamespaceError: ConditionsError {
+    public var errorCode: ErrorCode { .unknownInterface }
+}
+
+extension TooManyConditionsError: ConditionsError {
+    public var errorCode: ErrorCode { .tooManyConditions }
+}
+
+extension LoopbackConditionError: ConditionsError {
+    public var errorCode: ErrorCode { .loopback }
+}
+
+extension UnknownNamespaceError: ConditionsError {
+    public var errorCode: ErrorCode { .unknownNamespace }
+}
+
+extension NamespaceTargetsUnavailableError: ConditionsError {
+    public var errorCode: ErrorCode { .namespacesUnavailable }
+}
+
+extension AliasedConditionError: ConditionsError {
+    public var errorCode: ErrorCode { .aliasedCondition }
+}
+
+extension OverlappingPeerError: ConditionsError {
+    public var errorCode: ErrorCode { .overlappingPeer }
+}
+
+extension SandboxError: ConditionsError {
+    public var errorCode: ErrorCode {
+        switch code {
+        case .notYours: .sandboxNotYours
+        case .namespaceInUse: .sandboxNamespaceInUse
+        case .exhausted: .sandboxesExhausted
+        case .plumbingFailed: .sandboxPlumbingFailed
+        case .natFailed: .sandboxNATFailed
+        }
+    }
+}
+
+extension SandboxesUnavailableError: ConditionsError {
+    public var errorCode: ErrorCode { .sandboxesUnavailable }
+}
+
+extension SandboxRequestError: ConditionsError {
+    public var errorCode: ErrorCode { .sandboxRequest }
+}
+
+extension HostNameError: ConditionsError {
+    public var errorCode: ErrorCode {
+        switch code {
+        case .notFound: .unknownHost
+        case .unavailable: .hostLookupFailed
+        case .timedOut: .hostLookupTimedOut
+        case .tooManyAddresses: .tooManyAddresses
+        case .loopback: .loopbackHost
+        }
+    }
+}
+
+extension NoScenarioError: ConditionsError {
+    public var errorCode: ErrorCode { finished ? .scenarioOver : .noScenario }
+}
+
+extension ScenarioStepError: ConditionsError {
+    public var errorCode: ErrorCode { .scenarioStep }
+}
