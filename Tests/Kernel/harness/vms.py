@@ -199,6 +199,32 @@ def _vm_of(item, forced: str | None) -> tuple[str, bool]:
     return kernel, kind == "systemd"
 
 
+def balanced_order(groups: list[Group], expected, lanes: int) -> list[Group]:
+    """GROUPS in the order that, each started on whichever of two CPUs frees first, splits them
+    into two queues whose EXPECTED times are as even as can be (every split tried, up to 16
+    groups). Longest first alone can leave one CPU idle for most of a VM's time at the end."""
+    if lanes != 2 or not 2 < len(groups) <= 16:
+        return groups
+    times = [expected(group) for group in groups]
+    total = sum(times)
+    best_first, best_longest = None, None
+    # Group 0 is in the first queue: the other half of each split is the same split.
+    for mask in range(1 << (len(groups) - 1)):
+        first = [0] + [i for i in range(1, len(groups)) if not mask >> (i - 1) & 1]
+        longest = max(sum(times[i] for i in first), total - sum(times[i] for i in first))
+        if best_longest is None or longest < best_longest:
+            best_first, best_longest = set(first), longest
+    queues = [sorted((i for i in range(len(groups)) if (i in best_first) == (lane == 0)), key=lambda i: -times[i])
+              for lane in (0, 1)]
+    clocks, order = [0.0, 0.0], []
+    while queues[0] or queues[1]:
+        lane = min((lane for lane in (0, 1) if queues[lane]), key=lambda lane: clocks[lane])
+        index = queues[lane].pop(0)
+        order.append(groups[index])
+        clocks[lane] += times[index]
+    return order
+
+
 def kill_tree(root: int) -> None:
     """Kills ROOT (a VM's scripts/vm-run, started in a session of its own) and everything it
     started: the processes of its session and their descendants, frozen first so that none
@@ -254,6 +280,8 @@ class Controller:
         self.announced_waits: set[str] = set()
         self.events: queue.Queue = queue.Queue()
         self.durations: dict[str, float] = {}
+        #: Each VM's time in an earlier run (`durations.json`), read when first needed.
+        self.known_durations: dict[str, float] | None = None
         self.processes: dict[str, subprocess.Popen] = {}
         self.stopped_guests: list[str] = []
         #: Held (exclusively) from the timed phase's start to the run's end: see --timed-lock.
@@ -295,7 +323,8 @@ class Controller:
             self.wait_for_the_machine(self.config.getoption("--timed-lock"))
         # A CPU of its own for each timed VM, one per host CPU, each pinned to it: User-mode
         # Linux's and qemu's (one emulated CPU) alike.
-        self.run_phase(session, timed, min(self.jobs, os.cpu_count() or 1))
+        jobs = min(self.jobs, os.cpu_count() or 1)
+        self.run_phase(session, balanced_order(timed, self.expected_seconds, jobs), jobs)
         if self.config.getoption("--store-durations"):
             known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
             known.update({k: round(v) for k, v in self.durations.items()})
@@ -322,9 +351,14 @@ class Controller:
             phase = "timed" if item.get_closest_marker("timed") else "functional"
             key = (item.nodeid.split("::")[0], phase, *_vm_of(item, self.config.getoption("--vm")))
             groups.setdefault(key, Group(*key, host_builds=tuple(getattr(item.module, "HOST_BUILDS", ())))).items.append(item)
-        known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
         # Longest first, so that the last VMs to end are short ones.
-        return sorted(groups.values(), key=lambda g: -known.get(g.name, 60))
+        return sorted(groups.values(), key=lambda g: -self.expected_seconds(g))
+
+    def expected_seconds(self, group: Group) -> float:
+        """How long GROUP's VM took last time (`durations.json`), or a minute."""
+        if self.known_durations is None:
+            self.known_durations = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+        return self.known_durations.get(group.name, 60)
 
     def run_phase(self, session, groups: list[Group], jobs: int) -> None:
         if not groups:
