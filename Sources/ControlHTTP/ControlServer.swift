@@ -129,10 +129,10 @@ package struct ControlServer: Sendable {
     /// share all such connections have together. Counted, never trusted: the peer stays a
     /// `.scraper`, served `/metrics` alone whoever it is.
     ///
-    /// `nil` when the other end is already closed. A flood that ends leaves the kernel handing
-    /// over its connections for a while (SYN-cookie connections become real on the peer's FIN);
-    /// served like live ones, they filled the unknown users' share and held its descriptors
-    /// for seconds after the flood was gone.
+    /// `nil` when the other end is already closed: nobody is there to read an answer. A flood
+    /// that ends leaves the kernel handing over such connections for a while (SYN-cookie
+    /// connections become real on the peer's FIN), which must neither take a share nor hold
+    /// descriptors.
     private func scraperOwner(_ channel: any Channel) -> UInt32? {
         guard let peer = channel.remoteAddress, let local = channel.localAddress else { return PeerCredentials.scraper.uid }
         switch LoopbackPeer.owner(of: peer, connectedTo: local) {
