@@ -62,7 +62,8 @@ package struct ConditionHistory {
             guard count > 0 else { break }
             filled += count
         }
-        return (Array(bytes[..<filled]), start == 0)
+        bytes.removeLast(bytes.count - filled)
+        return (bytes, start == 0)
     }
 
     mutating func record(_ entry: HistoryRecord) {

@@ -4,10 +4,9 @@ import Sandboxes
 import Shaping
 
 /// Why the domain refused or failed a command, in the control API's vocabulary: a code, which
-/// the HTTP layer turns into a status and the CLI into advice, and a sentence.
-///
-/// The `Conditioner`'s commands are declared `throws`, so that whoever
-/// answers them reads the code without a cast, and an error that has no code does not compile.
+/// the HTTP layer turns into a status and the CLI into advice, and a sentence. Each error the
+/// `Conditioner`'s commands throw is one, its code given here beside the domain's own errors
+/// and those of the modules under it; the HTTP layer answers anything else with a 500.
 public protocol ConditionsError: Error, CustomStringConvertible {
     var errorCode: ErrorCode { get }
     /// Names that were probably meant (an unknown profile's or scenario's).

@@ -4,10 +4,12 @@ import NIOHTTP1
 import Profiles
 
 /// A request the HTTP layer itself refuses: malformed, not allowed, or for nothing it serves.
-/// The domain's refusals are `ConditionsError`s, answered by `ControlReply.refusal`.
+/// The domain's refusals are `ConditionsError`s, answered through `init(_:)`.
 package struct ControlError: Error {
     var errorCode: ErrorCode
     var errorMessage: String
+    /// Names that were probably meant, for `unknown-profile` and `unknown-scenario`.
+    var errorSuggestions: [String]?
     /// For 405: the methods the path does allow.
     var allowedMethods: [HTTPMethod] = []
     /// For `bad-profile`: where in the given profile the problem is.
@@ -16,6 +18,12 @@ package struct ControlError: Error {
     init(_ code: ErrorCode, _ message: String) {
         self.errorCode = code
         self.errorMessage = message
+    }
+
+    /// A command the domain refused or failed, answered as the HTTP layer's own refusals are.
+    init(_ refusal: any ConditionsError) {
+        self.init(refusal.errorCode, refusal.description)
+        errorSuggestions = refusal.errorSuggestions
     }
 
     static func badRequest(_ message: String) -> ControlError {
@@ -30,17 +38,9 @@ package struct ControlError: Error {
     }
 
     var reply: ControlReply {
-        let document = ErrorResponse(code: errorCode, message: errorMessage, suggestions: nil, problem: errorProblem)
+        let document = ErrorResponse(code: errorCode, message: errorMessage, suggestions: errorSuggestions, problem: errorProblem)
         var reply = ControlReply.json(document, status: errorCode.httpStatus)
         reply.allow = allowedMethods
         return reply
-    }
-}
-
-extension ControlReply {
-    /// The answer to a command the domain refused or failed.
-    static func refusal(_ error: any ConditionsError) -> ControlReply {
-        let document = ErrorResponse(code: error.errorCode, message: error.description, suggestions: error.errorSuggestions, problem: nil)
-        return .json(document, status: error.errorCode.httpStatus)
     }
 }

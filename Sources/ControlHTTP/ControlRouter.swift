@@ -56,7 +56,7 @@ package struct ControlRouter: Sendable {
         do {
             return try await perform(call, for: request.requester)
         } catch let error as any ConditionsError {
-            return .reply(.refusal(error))
+            return .reply(ControlError(error).reply)
         } catch {
             logger.error("unexpected error answering \(request.method) \(APICall.printable(request.path)): \(error)")
             return .reply(ControlError(.internal, "\(error)").reply)

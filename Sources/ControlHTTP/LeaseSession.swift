@@ -39,7 +39,7 @@ package struct LeaseSession: Sendable {
             )
             return .held(Held(ticket: held.lease, first: LeaseEvent(event: .active, status: StatusResponse(held.status))))
         } catch let error as any ConditionsError {
-            return .refused(.refusal(error))
+            return .refused(ControlError(error).reply)
         } catch {
             logger.error("unexpected error holding a lease: \(error)")
             return .refused(ControlError(.internal, "\(error)").reply)

@@ -211,7 +211,8 @@ def balanced_order(groups: list[Group], expected, lanes: int) -> list[Group]:
     # Group 0 is in the first queue: the other half of each split is the same split.
     for mask in range(1 << (len(groups) - 1)):
         first = [0] + [i for i in range(1, len(groups)) if not mask >> (i - 1) & 1]
-        longest = max(sum(times[i] for i in first), total - sum(times[i] for i in first))
+        first_total = sum(times[i] for i in first)
+        longest = max(first_total, total - first_total)
         if best_longest is None or longest < best_longest:
             best_first, best_longest = set(first), longest
     queues = [sorted((i for i in range(len(groups)) if (i in best_first) == (lane == 0)), key=lambda i: -times[i])
