@@ -36,19 +36,21 @@ extension Conditioner {
         _ choice: ProfileChoice, on id: ConditionID? = nil, by requester: Requester, maximum: LeaseDuration?, force: Bool = false,
         replacingForeign: Bool = false, sandbox: Bool = false, hostAddresses: [[UInt8]] = [],
         onEnd: @escaping @Sendable (LeaseEnd) -> Void
-    ) throws -> (lease: LeaseTicket, status: ConditionSnapshot) {
+    ) throws(ConditionsRefusal) -> (lease: LeaseTicket, status: ConditionSnapshot) {
         try checkRunning()
         let (entry, scenario) = try resolve(choice)
         let condition = try sandbox ? makeSandbox(try resolved(id), for: requester) : self.condition(id, hostAddresses: hostAddresses)
         defer { dropIfIdle(condition) }
-        try condition.checkHostAddresses()
-        try condition.policy.checkNoLease(against: requester, force: force, now: now)
+        try refusing { () throws(HostNameError) in try condition.checkHostAddresses() }
+        try refusing { () throws(LeaseConflictError) in try condition.policy.checkNoLease(against: requester, force: force, now: now) }
         let previous = condition.policy.effective
         let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: maximum, clientBound: true, now: now)
-        let displaced = try converge(
-            condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease, now: now),
-            replacingForeign: replacingForeign, onEnd: onEnd
-        )
+        let displaced = try refusing { () throws(ShapingError) in
+            try converge(
+                condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease, now: now),
+                replacingForeign: replacingForeign, onEnd: onEnd
+            )
+        }
         if let scenario { beginScenario(scenario, on: condition, appliedAt: .now()) }
         notifyTakeOver(displaced, on: condition, by: requester)
         let playing = scenario.map { "plays '\($0.entry.scenario.name)' " } ?? ""
@@ -69,15 +71,16 @@ extension Conditioner {
     }
 
     /// `linkcond release`: the holder ends their own lease early and gets the baseline back.
-    public func releaseLease(on id: ConditionID? = nil, by requester: Requester) throws -> ConditionSnapshot {
+    public func releaseLease(on id: ConditionID? = nil, by requester: Requester) throws(ConditionsRefusal) -> ConditionSnapshot {
         try checkRunning()
         let id = try resolved(id)
         guard let condition = registry[id], let lease = condition.policy.lease, lease.isHeld(by: requester) else {
-            throw NoLeaseError(holder: registry[id]?.policy.lease?.holder.holder)
+            throw ConditionsRefusal(NoLeaseError(holder: registry[id]?.policy.lease?.holder.holder))
         }
         defer { dropIfIdle(condition) }
         let previous = condition.policy.effective
-        let ended = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: nil, now: now), replacingForeign: false)
+        let wanted = condition.policy.wanting(baseline: condition.policy.baseline, lease: nil, now: now)
+        let ended = try refusing { () throws(ShapingError) in try converge(condition, to: wanted, replacingForeign: false) }
         record(condition, from: previous, reason: "lease-released", requester: requester, detail: "ended early by its holder (\(lease.entry.profile.name))")
         ended?.onEnd?(LeaseEnd(reason: .released, condition: snapshot(of: condition)))
         return snapshot(of: condition)

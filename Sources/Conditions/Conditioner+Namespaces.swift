@@ -94,7 +94,7 @@ extension Conditioner {
     /// The id `id` stands for: the default condition for `nil`; for `@PEER` the daemon's own
     /// interface, or `lo` when the peer is on this machine's loopback (`@127.0.0.1:8080`); in
     /// another namespace without an interface (`pid/PID/`), the one its default route leaves by.
-    package func resolved(_ id: ConditionID?) throws -> ConditionID {
+    package func resolved(_ id: ConditionID?) throws(ConditionsRefusal) -> ConditionID {
         guard var id else { return defaultID }
         guard id.interface.isEmpty else { return id }
         if let namespace = id.namespace {
@@ -106,28 +106,28 @@ extension Conditioner {
     }
 
     /// The interface the default route of `namespace` leaves by, IPv4's before IPv6's.
-    func defaultRouteInterface(in namespace: NetworkNamespaceReference) throws -> String {
-        guard let namespaces else { throw NamespaceTargetsUnavailableError() }
+    func defaultRouteInterface(in namespace: NetworkNamespaceReference) throws(ConditionsRefusal) -> String {
+        guard let namespaces else { throw ConditionsRefusal(NamespaceTargetsUnavailableError()) }
         let tables: (ipv4: String, ipv6: String)
         do {
             tables = try namespaces.routeTables(at: namespace.path)
         } catch {
-            throw UnknownNamespaceError(namespace: namespace, reason: error.reason)
+            throw ConditionsRefusal(UnknownNamespaceError(namespace: namespace, reason: error.reason))
         }
         guard let interface = DefaultRoute.interface(ipv4RouteTable: tables.ipv4, ipv6RouteTable: tables.ipv6) else {
-            throw NoDefaultRouteInNamespaceError(namespace: namespace)
+            throw ConditionsRefusal(NoDefaultRouteInNamespaceError(namespace: namespace))
         }
         logger.info("\(namespace): the interface of its default route is \(interface)")
         return interface
     }
 
     /// Which network namespace `namespace` names now.
-    package func identity(of namespace: NetworkNamespaceReference) throws -> NamespaceIdentity {
-        guard let namespaces else { throw NamespaceTargetsUnavailableError() }
+    package func identity(of namespace: NetworkNamespaceReference) throws(ConditionsRefusal) -> NamespaceIdentity {
+        guard let namespaces else { throw ConditionsRefusal(NamespaceTargetsUnavailableError()) }
         do {
             return try namespaces.identity(at: namespace.path)
         } catch {
-            throw UnknownNamespaceError(namespace: namespace, reason: error.reason)
+            throw ConditionsRefusal(UnknownNamespaceError(namespace: namespace, reason: error.reason))
         }
     }
 }

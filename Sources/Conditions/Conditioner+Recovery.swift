@@ -106,7 +106,7 @@ extension Conditioner {
             let detail = endOfNamespace(condition, gone: "\(namespace.path) ended while no daemon ran")
             logger.notice("startup: the network namespace of \(id) is gone; its condition ended with it (\(detail))")
             record(condition, from: nil, to: "off", reason: "namespace-ended", requester: nil, detail: detail)
-            if let sandbox, !tearDown(sandbox, of: condition) { return nil }
+            if let sandbox, !sandboxManager.tearDown(sandbox, of: id) { return nil }
             store?.remove()
             return nil
         }

@@ -1,54 +1,34 @@
 import LinkCondVocabulary
 import Netlink
 import Sandboxes
-import Shaping
 
-// Sandboxes of `linkcond run --isolated`: a fresh network namespace the client made, joined to
-// the host by the daemon, conditioned on its `eth0`, and taken apart when the lease ends.
+// A sandbox's condition: made with its sandbox, ended with its lease, gone with its sandbox.
 
 extension Conditioner {
     /// The condition of a new sandbox in the namespace of `id`'s process, joined to the host
     /// and in the set, off; its state file names the sandbox before any of it exists.
-    package func makeSandbox(_ id: ConditionID, for requester: Requester) throws -> Condition {
-        guard let sandboxes else { throw SandboxesUnavailableError() }
-        guard case .process(let pid) = id.namespace, let path = id.namespace?.path else {
-            throw SandboxRequestError(message: "a sandbox is asked for with the condition pid/PID/\(SandboxAddressing.sandboxInterface)")
-        }
+    package func makeSandbox(_ id: ConditionID, for requester: Requester) throws(ConditionsRefusal) -> Condition {
+        let (plumbing, pid, path) = try sandboxManager.request(id)
         guard registry[id] == nil else {
-            throw SandboxRequestError(message: "the network namespace of process \(pid) already has a condition (\(id))")
+            throw ConditionsRefusal(SandboxRequestError(message: "the network namespace of process \(pid) already has a condition (\(id))"))
         }
-        guard !registry.isFull else { throw TooManyConditionsError(limit: ConditionRegistry.maximumCount) }
-        // Pinned while its owner and then its namespace are read: both are of one process.
-        let process = sandboxes.pin(process: pid)
-        guard let process, requester.uid == 0 || process.owner == requester.uid else {
-            throw SandboxError(code: .notYours, message: "process \(pid) is not yours: a sandbox is made only of your own process's namespace")
-        }
+        guard !registry.isFull else { throw ConditionsRefusal(TooManyConditionsError(limit: ConditionRegistry.maximumCount)) }
+        let process = try refusing { () throws(SandboxError) in try sandboxManager.pin(pid, for: requester, with: plumbing) }
         // Fresh first: the daemon's own namespace, say, is in use before it is another id's alias.
         let identity = try self.identity(of: .process(pid))
-        guard process.isRunning else {
-            throw SandboxError(code: .notYours, message: "process \(pid) exited while its sandbox was being made")
-        }
-        try sandboxes.checkFresh(namespaceAt: path, identity: identity)
+        try sandboxManager.checkFresh(process, namespaceAt: path, identity: identity, with: plumbing)
         // The namespace read while the process was pinned, not read again.
         let condition = try absentCondition(id, identity: identity, checkingInterface: false)
         let taken = Set(registry.all.compactMap { $0.sandbox?.index })
-        guard let index = (0...SandboxAddressing.maximumIndex).first(where: { !taken.contains($0) }) else {
-            throw SandboxError(code: .exhausted, message: "all \(Int(SandboxAddressing.maximumIndex) + 1) sandboxes are in use")
-        }
-        let sandbox = SandboxAddressing(index: index)
+        let sandbox = try refusing { () throws(SandboxError) in try sandboxManager.freeAddressing(taken: taken) }
         condition.sandbox = sandbox
         insert(condition)
         persist(condition)
-        do {
-            try sandboxes.plumb(sandbox, namespaceAt: path, identity: identity)
+        do throws(ConditionsRefusal) {
+            condition.sandboxWarnings = try sandboxManager.join(sandbox, namespaceAt: path, identity: identity, with: plumbing, for: requester)
         } catch {
             dropIfIdle(condition)
             throw error
-        }
-        logger.notice("sandbox \(index) for \(requester): \(path) joined to the host as \(sandbox.sandboxAddressText) via \(sandbox.hostInterface) (\(sandbox.hostAddressText))")
-        condition.sandboxWarnings = sandboxes.forwardDropChains().map(\.warning)
-        for warning in condition.sandboxWarnings {
-            logger.warning("sandbox \(index): \(warning)")
         }
         return condition
     }
@@ -69,38 +49,12 @@ extension Conditioner {
     /// Removes the objects on the host of `condition`'s sandbox, if it has one; whether nothing
     /// of it is left.
     package func tearDownSandbox(of condition: Condition) -> Bool {
-        condition.sandbox.map { tearDown($0, of: condition) } ?? true
-    }
-
-    /// Removes `sandbox`'s objects on the host; whether all went.
-    package func tearDown(_ sandbox: SandboxAddressing, of condition: Condition) -> Bool {
-        guard let sandboxes else { return true }
-        let problems = sandboxes.tearDown(sandbox)
-        for problem in problems {
-            logger.error("sandbox \(sandbox.index) of \(condition.id): cannot remove \(problem); a restarted daemon tries again")
-        }
-        if problems.isEmpty {
-            logger.notice("sandbox \(sandbox.index) of \(condition.id) removed (\(sandbox.hostInterface), \(sandbox.natTable))")
-        }
-        return problems.isEmpty
+        condition.sandbox.map { sandboxManager.tearDown($0, of: condition.id) } ?? true
     }
 
     /// IPv4 forwarding goes back off where linkcond turned it on, once no sandbox needs it.
     package func restoreForwardingIfNoSandbox(stopping: Bool = false) {
-        guard let sandboxes, stopping || !registry.all.contains(where: { $0.sandbox != nil }) else { return }
-        for problem in sandboxes.restoreForwarding() {
-            logger.error("cannot restore \(problem)")
-        }
+        guard stopping || !registry.all.contains(where: { $0.sandbox != nil }) else { return }
+        sandboxManager.restoreForwarding()
     }
-}
-
-/// This daemon was made without a way to join sandboxes to the host (a test's).
-public struct SandboxesUnavailableError: Error, Sendable, CustomStringConvertible {
-    public var description: String { "this linkcondd cannot make sandboxes" }
-}
-
-/// A sandbox request that cannot be one.
-public struct SandboxRequestError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
 }

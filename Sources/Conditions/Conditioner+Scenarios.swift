@@ -6,6 +6,7 @@ import Foundation
 import LinkCondVocabulary
 import NIOCore
 import Profiles
+import Shaping
 
 // Scenarios: a condition's profile changing step by step, each change in place and recorded.
 
@@ -28,11 +29,12 @@ extension Conditioner {
     }
 
     /// Resolves a scenario and draws its first step; nothing changes yet.
-    package func scenarioStart(named name: String) throws -> ScenarioStart {
-        let entry = try scenarioCatalog.entry(named: name)
+    package func scenarioStart(named name: String) throws(ConditionsRefusal) -> ScenarioStart {
+        let entry = try refusing { () throws(UnknownNameError<Scenario>) in try scenarioCatalog.entry(named: name) }
         var schedule = ScenarioSchedule(entry.scenario, seed: entry.scenario.seed ?? Self.freshSeed())
-        guard let play = schedule.next() else { throw ScenarioStepError(scenario: entry.scenario.name, detail: "it has no steps") }
-        return ScenarioStart(entry: entry, schedule: schedule, play: play, profile: try stepProfile(play, of: entry))
+        guard let play = schedule.next() else { throw ConditionsRefusal(ScenarioStepError(scenario: entry.scenario.name, detail: "it has no steps")) }
+        let profile = try refusing { () throws(ScenarioStepError) in try stepProfile(play, of: entry) }
+        return ScenarioStart(entry: entry, schedule: schedule, play: play, profile: profile)
     }
 
     /// A seed that survives JSON (at most 2^53), so that status shows it exactly.
@@ -63,22 +65,23 @@ extension Conditioner {
         let drives: ScenarioRun.Drives = condition.policy.lease.map { .lease($0.id) } ?? .baseline
         condition.scenario = ScenarioRun(
             entry: start.entry, schedule: start.schedule, play: start.play, drives: drives, stepSince: Date(),
-            plannedStart: appliedAt, generation: 0
+            plannedStart: appliedAt, timeline: Timeline(generation: nextGeneration())
         )
         logger.notice("scenario '\(start.entry.scenario.name)' plays on \(condition.id) (seed \(start.schedule.seed))")
         armStep(condition)
     }
 
     /// `linkcond next`: the condition's scenario moves on now, whatever its step waits for.
-    public func next(on id: ConditionID? = nil, by requester: Requester) throws -> ConditionSnapshot {
+    public func next(on id: ConditionID? = nil, by requester: Requester) throws(ConditionsRefusal) -> ConditionSnapshot {
         try checkRunning()
         let id = try resolved(id)
         guard let condition = registry[id], let run = condition.scenario else {
-            throw NoScenarioError(condition: id.description, finished: false)
+            throw ConditionsRefusal(NoScenarioError(condition: id.description, finished: false))
         }
-        guard !run.finished else { throw NoScenarioError(condition: condition.id.description, finished: true) }
+        guard !run.finished else { throw ConditionsRefusal(NoScenarioError(condition: condition.id.description, finished: true)) }
         // A scenario in someone else's lease is theirs to move on (the test under `run`, as the same user).
-        try condition.policy.checkNoLease(against: requester, force: condition.policy.lease?.isHeld(by: requester) ?? true, now: now)
+        let force = condition.policy.lease?.isHeld(by: requester) ?? true
+        try refusing { () throws(LeaseConflictError) in try condition.policy.checkNoLease(against: requester, force: force, now: now) }
         try advance(condition, cause: "after linkcond next", requester: requester)
         return snapshot(of: condition)
     }
@@ -86,14 +89,13 @@ extension Conditioner {
     /// Ends the current step and starts the next one, in place; the last step's end finishes
     /// the scenario and leaves its profile in force. A kernel refusal ends the scenario, with
     /// the step that was in force kept.
-    package func advance(_ condition: Condition, cause: String, requester: Requester?, onSchedule: Bool = false) throws {
+    package func advance(_ condition: Condition, cause: String, requester: Requester?, onSchedule: Bool = false) throws(ConditionsRefusal) {
         guard var run = condition.scenario, !run.finished else { return }
-        run.cancelTimers()
+        run.timeline.restart(as: nextGeneration())
         let ended = run.step.displayName
         let plannedEnd = run.plannedEnd
         guard let play = run.schedule.next() else {
             run.finished = true
-            run.generation += 1
             condition.scenario = run
             logger.notice("scenario '\(run.scenario.name)' on \(condition.id) is over (\(cause)); '\(ended)' stays in force")
             record(
@@ -103,24 +105,23 @@ extension Conditioner {
             return
         }
         let previous = condition.policy.effective
-        do {
-            let profile = try stepProfile(play, of: run.entry)
+        do throws(ConditionsRefusal) {
+            let profile = try refusing { () throws(ScenarioStepError) in try stepProfile(play, of: run.entry) }
             var wanted = condition.policy
             switch run.drives {
             case .baseline:
                 wanted = wanted.wanting(baseline: profile, lease: wanted.lease, now: now)
             case .lease(let id):
-                guard wanted.lease?.id == id else { throw ScenarioStepError(scenario: run.scenario.name, detail: "its lease ended") }
+                guard wanted.lease?.id == id else { throw ConditionsRefusal(ScenarioStepError(scenario: run.scenario.name, detail: "its lease ended")) }
                 wanted.lease?.entry = profile
             }
-            try converge(condition, to: wanted, replacingForeign: false, keepingScenario: true)
+            try refusing { () throws(ShapingError) in try converge(condition, to: wanted, replacingForeign: false, keepingScenario: true) }
         } catch {
             logger.error("scenario '\(run.scenario.name)' on \(condition.id) stops at step \(run.play.index + 1): \(error)")
             endScenario(condition)
             throw error
         }
         run.begin(play, at: Date())
-        run.generation += 1
         run.plannedStart = onSchedule ? (plannedEnd ?? .now()) : .now()
         run.triggerBase = nil
         run.triggerProgress = 0
@@ -137,19 +138,19 @@ extension Conditioner {
     /// Sets the current step's timer and, for a trigger, reads its counter now and starts polling.
     private func armStep(_ condition: Condition) {
         guard var run = condition.scenario else { return }
-        let ticket = ScenarioTicket(condition: condition.id, generation: run.generation)
+        let ticket = run.timeline.ticket(for: condition.id)
         if let end = run.plannedEnd {
-            run.stepTimer = schedule(at: end, ticket) { conditioner, ticket in conditioner.stepTimeUp(ticket) }
+            run.timeline.keep(schedule(at: end, ticket) { conditioner, ticket in conditioner.stepTimeUp(ticket) }, as: .nextChange)
         }
         if let trigger = run.step.trigger {
             run.triggerBase = triggerCount(trigger, on: condition)
             run.lastPoll = (.now(), 0)
-            run.pollTimer = schedulePoll(ticket, in: Self.fastestTriggerPoll * 4)
+            run.timeline.keep(schedulePoll(ticket, in: Self.fastestTriggerPoll * 4), as: .poll)
         }
         condition.scenario = run
     }
 
-    private func schedulePoll(_ ticket: ScenarioTicket, in delay: TimeAmount) -> Scheduled<Void> {
+    private func schedulePoll(_ ticket: TimelineTicket, in delay: TimeAmount) -> Scheduled<Void> {
         schedule(in: delay, ticket) { conditioner, ticket in conditioner.pollTrigger(ticket) }
     }
 
@@ -160,26 +161,26 @@ extension Conditioner {
         return trigger.unit == .bytes ? direction.bytes : direction.packets
     }
 
-    private func currentRun(_ ticket: ScenarioTicket) -> (Condition, ScenarioRun)? {
+    private func currentRun(_ ticket: TimelineTicket) -> (Condition, ScenarioRun)? {
         guard let condition = registry[ticket.condition], let run = condition.scenario,
-              run.generation == ticket.generation, !run.finished, !stopping
+              run.timeline.isCurrent(ticket), !run.finished, !stopping
         else { return nil }
         return (condition, run)
     }
 
-    private func stepTimeUp(_ ticket: ScenarioTicket) {
+    private func stepTimeUp(_ ticket: TimelineTicket) {
         guard let (condition, run) = currentRun(ticket), let milliseconds = run.play.milliseconds else { return }
         try? advance(condition, cause: "after \(StepDuration.text(milliseconds))", requester: nil, onSchedule: true)
     }
 
     /// Reads the trigger's counter; the step ends once it reached its threshold, else the next
     /// read comes sooner the closer the traffic is to it.
-    private func pollTrigger(_ ticket: ScenarioTicket) {
+    private func pollTrigger(_ ticket: TimelineTicket) {
         guard let (condition, run) = currentRun(ticket), let trigger = run.step.trigger else { return }
         var updated = run
         let now = NIODeadline.now()
         guard let count = triggerCount(trigger, on: condition) else {
-            updated.pollTimer = schedulePoll(ticket, in: Self.slowestTriggerPoll)
+            updated.timeline.keep(schedulePoll(ticket, in: Self.slowestTriggerPoll), as: .poll)
             condition.scenario = updated
             return
         }
@@ -199,14 +200,14 @@ extension Conditioner {
             delay = .nanoseconds(Int64(min(max(untilThreshold / 2, Double(Self.fastestTriggerPoll.nanoseconds)), Double(Self.slowestTriggerPoll.nanoseconds))))
         }
         updated.lastPoll = (now, updated.triggerProgress)
-        updated.pollTimer = schedulePoll(ticket, in: delay)
+        updated.timeline.keep(schedulePoll(ticket, in: delay), as: .poll)
         condition.scenario = updated
     }
 
     /// Stops the condition's scenario, if one plays; what is in force stays.
     package func endScenario(_ condition: Condition) {
         guard let run = condition.scenario else { return }
-        run.cancelTimers()
+        run.timeline.cancel()
         condition.scenario = nil
         if !run.finished {
             logger.notice("scenario '\(run.scenario.name)' on \(condition.id) stopped at step \(run.play.index + 1) of \(run.scenario.steps.count)")
@@ -240,10 +241,4 @@ extension Conditioner {
         }
         return progress
     }
-}
-
-/// Names one step of a scenario on a condition, for its timers.
-package struct ScenarioTicket: Sendable {
-    var condition: ConditionID
-    var generation: UInt64
 }

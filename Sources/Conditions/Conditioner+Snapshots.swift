@@ -20,7 +20,7 @@ extension Conditioner {
     /// One condition, the default one for `nil`; one that does not exist is shown off, as long
     /// as its interface exists. Inside another namespace, only the namespace is looked for: a
     /// reader, who may be anyone, does not get the daemon to read a container's devices.
-    package func status(_ id: ConditionID?, verbose: Bool = false) throws -> ConditionSnapshot {
+    package func status(_ id: ConditionID?, verbose: Bool = false) throws(ConditionsRefusal) -> ConditionSnapshot {
         if let id, let namespace = id.namespace, id.interface.isEmpty, try !shapes(in: namespace) {
             // Which interface `pid/PID/` means takes entering the namespace to read its routes,
             // which a reader must not get the daemon to do where linkcond shapes nothing.
@@ -36,7 +36,7 @@ extension Conditioner {
 
     /// Whether a condition is held in the namespace `namespace` names now (found by its
     /// identity, a `stat`, whatever path the condition's id names it by).
-    private func shapes(in namespace: NetworkNamespaceReference) throws -> Bool {
+    private func shapes(in namespace: NetworkNamespaceReference) throws(ConditionsRefusal) -> Bool {
         let identity = try identity(of: namespace)
         return registry.ordered.contains { $0.namespaceIdentity == identity }
     }
@@ -70,8 +70,8 @@ extension Conditioner {
         catalog
     }
 
-    public func profile(named name: String) throws(UnknownProfileError) -> ProfileEntry {
-        try catalog.entry(named: name)
+    public func profile(named name: String) throws(ConditionsRefusal) -> ProfileEntry {
+        try refusing { () throws(UnknownProfileError) in try catalog.entry(named: name) }
     }
 
     package func history(limit: Int) -> [HistoryRecord] {

@@ -22,6 +22,12 @@ extension Conditioner {
         }
     }
 
+    /// A generation no timeline has had.
+    func nextGeneration() -> UInt64 {
+        lastGeneration += 1
+        return lastGeneration
+    }
+
     private func fire<Ticket>(_ action: (isolated Conditioner, Ticket) -> Void, with ticket: Ticket) {
         action(self, ticket)
     }

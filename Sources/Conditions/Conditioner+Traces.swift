@@ -25,41 +25,41 @@ extension Conditioner {
         if let playing = condition.trace, playing.profile == profile { return }
         stopTraces(condition)
         guard let profile, profile.isTraceDriven else { return }
-        traceGenerations += 1
-        condition.trace = TracePlayback(profile: profile, started: .now(), generation: traceGenerations)
+        condition.trace = TracePlayback(profile: profile, started: .now(), timeline: Timeline(generation: nextGeneration()))
         scheduleTraceChange(condition, after: profile.paced(at: 0).changesAtMilliseconds)
     }
 
     /// Stops the condition's trace playback, if any; the rate in force stays.
     package func stopTraces(_ condition: Condition) {
-        condition.trace?.timer?.cancel()
+        condition.trace?.timeline.cancel()
         condition.trace = nil
     }
 
     private func scheduleTraceChange(_ condition: Condition, after dueMilliseconds: Int?) {
         guard let playback = condition.trace, let dueMilliseconds else { return }
         let endsOutage = playback.profile.endsOutage(at: dueMilliseconds)
-        let ticket = TraceTicket(condition: condition.id, generation: playback.generation, dueMilliseconds: dueMilliseconds, endsOutage: endsOutage)
         let early = playback.lead + (endsOutage ? TracePlayback.outageExitLead : .zero)
-        condition.trace?.timer = schedule(at: playback.due(dueMilliseconds) - early, ticket) { conditioner, ticket in
-            conditioner.changeTraceRate(ticket)
+        let timer = schedule(at: playback.due(dueMilliseconds) - early, playback.timeline.ticket(for: condition.id)) { conditioner, ticket in
+            conditioner.changeTraceRate(ticket, due: dueMilliseconds, endsOutage: endsOutage)
         }
+        condition.trace?.timeline.keep(timer, as: .nextChange)
     }
 
-    /// A window boundary: the link gets the traces' rate from now on. A refusal is logged and the
-    /// playback goes on: the next window may well be accepted.
-    private func changeTraceRate(_ ticket: TraceTicket) {
-        guard let condition = registry[ticket.condition], let playback = condition.trace, playback.generation == ticket.generation else {
+    /// A window boundary, due `due` milliseconds into the traces: the link gets the traces' rate
+    /// from now on. A change that `endsOutage` is made `TracePlayback.outageExitLead` early. A
+    /// refusal is logged and the playback goes on: the next window may well be accepted.
+    private func changeTraceRate(_ ticket: TimelineTicket, due: Int, endsOutage: Bool) {
+        guard let condition = registry[ticket.condition], let playback = condition.trace, playback.timeline.isCurrent(ticket) else {
             return
         }
         // A timer fired early, by the lead, still changes to the window it was set for.
-        let elapsed = max(playback.elapsedMilliseconds(at: .now()), ticket.dueMilliseconds)
+        let elapsed = max(playback.elapsedMilliseconds(at: .now()), due)
         let (paced, changesAt) = playback.profile.paced(at: elapsed)
         do {
             try condition.converge(to: paced, replacingForeign: false)
             condition.trace?.appliedMilliseconds = elapsed
-            if !ticket.endsOutage {
-                condition.trace?.learnLead(changedAt: .now(), due: ticket.dueMilliseconds)
+            if !endsOutage {
+                condition.trace?.learnLead(changedAt: .now(), due: due)
             }
             if playback.failing {
                 condition.trace?.failing = false

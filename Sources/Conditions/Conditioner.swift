@@ -30,8 +30,7 @@ public actor Conditioner {
     private let engine: ShapingEngine
     /// The way into other network namespaces; `nil`: conditions there are refused.
     let namespaces: (any NamespaceKernels)?
-    /// Joins `run --isolated` namespaces to the host; `nil`: sandboxes are refused.
-    let sandboxes: (any SandboxPlumbing)?
+    let sandboxManager: SandboxManager
     let planner: Planner
     package let eventLoop: any EventLoop
     let stateDirectory: String?
@@ -48,8 +47,8 @@ public actor Conditioner {
     /// Waiting for a condition in another namespace: the watch over namespaces, which keeps no
     /// timer while there is none.
     var namespaceWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Numbers trace playbacks, so that a timer of one that ended does nothing.
-    var traceGenerations: UInt64 = 0
+    /// Numbers the timelines of scenarios and traces, so that a timer of one that ended does nothing.
+    var lastGeneration: UInt64 = 0
     /// Set by `shutdown`: no change is taken after it.
     var stopping = false
 
@@ -77,7 +76,7 @@ public actor Conditioner {
         ))
         self.target = target
         self.namespaces = namespaces
-        self.sandboxes = sandboxes
+        self.sandboxManager = SandboxManager(plumbing: sandboxes, logger: logger)
         self.defaultID = defaultID
         self.engine = engine
         self.planner = planner
@@ -109,24 +108,26 @@ public actor Conditioner {
     public func activate(
         _ choice: ProfileChoice, on id: ConditionID? = nil, by requester: Requester, for duration: LeaseDuration? = nil,
         force: Bool = false, replacingForeign: Bool = false, hostAddresses: [[UInt8]] = []
-    ) throws -> ConditionSnapshot {
+    ) throws(ConditionsRefusal) -> ConditionSnapshot {
         try checkRunning()
         let (entry, scenario) = try resolve(choice)
         let condition = try self.condition(id, hostAddresses: hostAddresses)
         defer { dropIfIdle(condition) }
-        try condition.checkHostAddresses()
-        try condition.policy.checkNoLease(against: requester, force: force, now: now)
+        try refusing { () throws(HostNameError) in try condition.checkHostAddresses() }
+        try refusing { () throws(LeaseConflictError) in try condition.policy.checkNoLease(against: requester, force: force, now: now) }
         let previous = condition.policy.effective
         let displaced: Condition.LeaseRuntime?
         let playing = scenario.map { "'\($0.entry.scenario.name)' step 1 (\($0.entry.scenario.steps[0].displayName))" }
         let applied: NIODeadline
         if let duration {
             let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: duration, clientBound: false, now: now)
-            displaced = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease, now: now), replacingForeign: replacingForeign)
+            let wanted = condition.policy.wanting(baseline: condition.policy.baseline, lease: lease, now: now)
+            displaced = try refusing { () throws(ShapingError) in try converge(condition, to: wanted, replacingForeign: replacingForeign) }
             applied = .now()
             record(condition, from: previous, reason: "lease", requester: requester, detail: (playing.map { "plays \($0) " } ?? "") + "for \(duration)")
         } else {
-            displaced = try converge(condition, to: condition.policy.wanting(baseline: entry, lease: nil, now: now), replacingForeign: replacingForeign)
+            let wanted = condition.policy.wanting(baseline: entry, lease: nil, now: now)
+            displaced = try refusing { () throws(ShapingError) in try converge(condition, to: wanted, replacingForeign: replacingForeign) }
             applied = .now()
             record(condition, from: previous, reason: scenario == nil ? "activate" : "play", requester: requester, detail: playing)
         }
@@ -136,21 +137,21 @@ public actor Conditioner {
     }
 
     /// Removes a condition's shaping. Also cleans up after an earlier run when already off.
-    public func deactivate(on id: ConditionID? = nil, by requester: Requester, force: Bool = false) throws -> ConditionSnapshot {
+    public func deactivate(on id: ConditionID? = nil, by requester: Requester, force: Bool = false) throws(ConditionsRefusal) -> ConditionSnapshot {
         try checkRunning()
         let condition = try self.condition(id)
         defer { dropIfIdle(condition) }
-        try condition.policy.checkNoLease(against: requester, force: force, now: now)
-        try switchOff(condition, by: requester)
+        try refusing { () throws(LeaseConflictError) in try condition.policy.checkNoLease(against: requester, force: force, now: now) }
+        try refusing { () throws(ShapingError) in try switchOff(condition, by: requester) }
         return snapshot(of: condition)
     }
 
     /// Switches every condition off. A lease held on any of them refuses the whole request
     /// unless `force`, before anything changes; a kernel refusal on one does not stop the others.
-    public func deactivateAll(by requester: Requester, force: Bool = false) throws -> [ConditionSnapshot] {
+    public func deactivateAll(by requester: Requester, force: Bool = false) throws(ConditionsRefusal) -> [ConditionSnapshot] {
         try checkRunning()
         for condition in orderedConditions {
-            try condition.policy.checkNoLease(against: requester, force: force, now: now)
+            try refusing { () throws(LeaseConflictError) in try condition.policy.checkNoLease(against: requester, force: force, now: now) }
         }
         var failure: ShapingError?
         for condition in orderedConditions {
@@ -162,7 +163,7 @@ public actor Conditioner {
             }
             dropIfIdle(condition)
         }
-        if let failure { throw failure }
+        if let failure { throw ConditionsRefusal(failure) }
         return conditionList()
     }
 
@@ -198,14 +199,14 @@ public actor Conditioner {
 
     /// The condition `id` names (the default one for `nil`), made when it does not exist yet and
     /// its interface does. Made for a peer named by a host name, it needs the name's addresses.
-    func condition(_ id: ConditionID?, hostAddresses: [[UInt8]] = []) throws -> Condition {
+    func condition(_ id: ConditionID?, hostAddresses: [[UInt8]] = []) throws(ConditionsRefusal) -> Condition {
         let id = try resolved(id)
         if let existing = registry[id] { return existing }
         guard !registry.isFull else {
-            throw TooManyConditionsError(limit: ConditionRegistry.maximumCount)
+            throw ConditionsRefusal(TooManyConditionsError(limit: ConditionRegistry.maximumCount))
         }
         guard id.interface != Self.loopback || id.peer?.namesServerPort == true else {
-            throw LoopbackConditionError(requested: id)
+            throw ConditionsRefusal(LoopbackConditionError(requested: id))
         }
         let condition = try absentCondition(id, hostAddresses: hostAddresses)
         insert(condition)
@@ -222,23 +223,23 @@ public actor Conditioner {
     /// `identity`, when the caller has read it already, else the one its path names now.
     package func absentCondition(
         _ id: ConditionID, identity known: NamespaceIdentity? = nil, checkingInterface: Bool = true, hostAddresses: [[UInt8]] = []
-    ) throws -> Condition {
+    ) throws(ConditionsRefusal) -> Condition {
         var identity: NamespaceIdentity?
         if let namespace = id.namespace {
-            identity = try known ?? self.identity(of: namespace)
+            identity = if let known { known } else { try self.identity(of: namespace) }
             if identity == (try? namespaces?.identity(at: Self.ownNamespacePath)) {
-                throw AliasedConditionError(requested: id, existing: ConditionID(interface: id.interface))
+                throw ConditionsRefusal(AliasedConditionError(requested: id, existing: ConditionID(interface: id.interface)))
             }
             if let twin = registry.alias(of: id, in: identity) {
-                throw AliasedConditionError(requested: id, existing: twin.id)
+                throw ConditionsRefusal(AliasedConditionError(requested: id, existing: twin.id))
             }
         }
         let condition = makeCondition(id, identity: identity, hostAddresses: hostAddresses)
         if case .match(_, let match) = condition.slot, let twin = registry.overlapping(match, on: condition.convergence) {
-            throw OverlappingPeerError(requested: id, existing: twin.id)
+            throw ConditionsRefusal(OverlappingPeerError(requested: id, existing: twin.id))
         }
-        if checkingInterface, try condition.convergence.survey().interface == nil {
-            throw UnknownInterfaceError(interface: id.interface, namespace: id.namespace)
+        if checkingInterface, try refusing({ () throws(ShapingError) in try condition.convergence.survey() }).interface == nil {
+            throw ConditionsRefusal(UnknownInterfaceError(interface: id.interface, namespace: id.namespace))
         }
         return condition
     }
@@ -290,9 +291,9 @@ public actor Conditioner {
     // MARK: Leases
 
     /// The profile a choice puts in force first; for a scenario, its first step's, with the rest.
-    func resolve(_ choice: ProfileChoice) throws -> (ProfileEntry, ScenarioStart?) {
+    func resolve(_ choice: ProfileChoice) throws(ConditionsRefusal) -> (ProfileEntry, ScenarioStart?) {
         switch choice {
-        case .named(let name): return (try catalog.entry(named: name), nil)
+        case .named(let name): return (try refusing { () throws(UnknownNameError<Profile>) in try catalog.entry(named: name) }, nil)
         case .defined(let entry): return (entry, nil)
         case .scenario(let name):
             let start = try scenarioStart(named: name)
@@ -300,8 +301,8 @@ public actor Conditioner {
         }
     }
 
-    package func checkRunning() throws(DaemonStoppingError) {
-        if stopping { throw DaemonStoppingError() }
+    package func checkRunning() throws(ConditionsRefusal) {
+        if stopping { throw ConditionsRefusal(DaemonStoppingError()) }
     }
 
     /// Off, recorded; an idle condition is still swept of what an earlier daemon may have left.

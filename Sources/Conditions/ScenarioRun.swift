@@ -6,7 +6,7 @@ import Foundation
 import NIOCore
 import Profiles
 
-/// A scenario playing on one condition: where it is, and the timers that end the current step.
+/// A scenario playing on one condition: where it is, and the timeline that ends the current step.
 ///
 /// It drives either the condition's baseline (`linkcond play`) or one lease
 /// (`play --for`, `run --scenario`); any other change to the condition ends it.
@@ -35,10 +35,8 @@ package struct ScenarioRun {
     var lastPoll: (at: NIODeadline, progress: UInt64)?
     /// The last step has played: its profile stays in force, nothing more happens.
     var finished = false
-    /// Changes with every step, so that a timer of an earlier step finds it changed and does nothing.
-    var generation: UInt64
-    var stepTimer: Scheduled<Void>?
-    var pollTimer: Scheduled<Void>?
+    /// The current step's timers: its end, and its trigger's readings.
+    var timeline: Timeline
 
     var scenario: Scenario { entry.scenario }
     var step: ScenarioStep { scenario.steps[play.index] }
@@ -64,11 +62,6 @@ package struct ScenarioRun {
         secondsInEarlierSteps[play.index, default: 0] += secondsInStep(now: now)
         play = next
         stepSince = now
-    }
-
-    func cancelTimers() {
-        stepTimer?.cancel()
-        pollTimer?.cancel()
     }
 
     /// What ends the current step, in words.

@@ -2,7 +2,7 @@ import LinkCondVocabulary
 import NIOCore
 import Profiles
 
-/// A trace-driven profile playing on one condition: when its traces began, and the timer that
+/// A trace-driven profile playing on one condition: when its traces began, and the timeline that
 /// changes the link's rate next.
 ///
 /// The rate is reckoned from `started` every time, never from the last change, so that a timer
@@ -11,9 +11,8 @@ package struct TracePlayback {
     /// The profile as its file has it (traces, no rates): what plays.
     let profile: Profile
     let started: NIODeadline
-    /// Changes with every playback, so that a timer of an earlier one finds it changed and does nothing.
-    let generation: UInt64
-    var timer: Scheduled<Void>?
+    /// The timer of the next window's change.
+    var timeline: Timeline
     /// How much before a window's boundary its change starts: what the changes before took from
     /// their timer to the kernel having the rate (a timer's latency, a netlink round trip), so
     /// that the kernel changes on the boundary, not that much after it. Learnt as the trace plays.
@@ -51,14 +50,4 @@ package struct TracePlayback {
         let lead = self.lead.nanoseconds + min(late / 2, Self.leadGrowth.nanoseconds)
         self.lead = .nanoseconds(min(max(lead, 0), Self.longestLead.nanoseconds))
     }
-}
-
-/// Names one scheduled change of one playback.
-package struct TraceTicket: Sendable {
-    var condition: ConditionID
-    var generation: UInt64
-    /// Where in the trace the change is due: a timer that fires a little early still makes it.
-    var dueMilliseconds: Int
-    /// The change ends an outage, and is made `TracePlayback.outageExitLead` early.
-    var endsOutage: Bool
 }

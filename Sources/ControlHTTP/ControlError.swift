@@ -4,7 +4,7 @@ import NIOHTTP1
 import Profiles
 
 /// A request the HTTP layer itself refuses: malformed, not allowed, or for nothing it serves.
-/// The domain's refusals are `ConditionsError`s, answered through `init(_:)`.
+/// The domain's refusals are `ConditionsRefusal`s, answered through `init(_:)`.
 package struct ControlError: Error {
     var errorCode: ErrorCode
     var errorMessage: String
@@ -21,9 +21,9 @@ package struct ControlError: Error {
     }
 
     /// A command the domain refused or failed, answered as the HTTP layer's own refusals are.
-    init(_ refusal: any ConditionsError) {
-        self.init(refusal.errorCode, refusal.description)
-        errorSuggestions = refusal.errorSuggestions
+    init(_ refusal: ConditionsRefusal) {
+        self.init(refusal.code, refusal.description)
+        errorSuggestions = refusal.suggestions
     }
 
     static func badRequest(_ message: String) -> ControlError {

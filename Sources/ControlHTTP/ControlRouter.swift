@@ -53,13 +53,10 @@ package struct ControlRouter: Sendable {
         } catch {
             return .reply(error.reply)
         }
-        do {
+        do throws(ConditionsRefusal) {
             return try await perform(call, for: request.requester)
-        } catch let error as any ConditionsError {
-            return .reply(ControlError(error).reply)
         } catch {
-            logger.error("unexpected error answering \(request.method) \(APICall.printable(request.path)): \(error)")
-            return .reply(ControlError(.internal, "\(error)").reply)
+            return .reply(ControlError(error).reply)
         }
     }
 
@@ -71,7 +68,7 @@ package struct ControlRouter: Sendable {
         }
     }
 
-    private func perform(_ call: APICall, for requester: Requester) async throws -> Route {
+    private func perform(_ call: APICall, for requester: Requester) async throws(ConditionsRefusal) -> Route {
         switch call {
         case .status(let id, let verbose):
             return .reply(.json(shown(StatusResponse(try await conditioner.status(id, verbose: verbose)), to: requester)))
@@ -136,9 +133,13 @@ package struct ControlRouter: Sendable {
 
     /// What the host name a new condition's peer is named by resolves to now; none when the id
     /// names no host, or the condition is held already (it keeps the addresses it was made with).
-    private func hostAddresses(for id: ConditionID?) async throws(HostNameError) -> [[UInt8]] {
+    private func hostAddresses(for id: ConditionID?) async throws(ConditionsRefusal) -> [[UInt8]] {
         guard let name = id?.peer?.hostName, await !conditioner.holds(id) else { return [] }
-        return try await hostNames.addresses(of: name)
+        do {
+            return try await hostNames.addresses(of: name)
+        } catch {
+            throw ConditionsRefusal(error)
+        }
     }
 
     /// A status as `requester` may see it: a lease holder's command line only for those who

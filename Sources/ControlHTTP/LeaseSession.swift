@@ -31,18 +31,15 @@ package struct LeaseSession: Sendable {
     /// Puts the lease in force, or answers why not. `onEnd` hears of an end the client did not
     /// cause (expiry, take-over, the daemon stopping), as the stream's last line.
     package func begin(onEnd: @escaping @Sendable (LeaseEvent) -> Void) async -> Beginning {
-        do {
+        do throws(ConditionsRefusal) {
             let held = try await conditioner.hold(
                 choice, on: id, by: requester, maximum: maximum, force: request.force ?? false,
                 replacingForeign: request.replaceForeign ?? false, sandbox: request.sandbox ?? false, hostAddresses: hostAddresses,
                 onEnd: { onEnd(LeaseEvent($0)) }
             )
             return .held(Held(ticket: held.lease, first: LeaseEvent(event: .active, status: StatusResponse(held.status))))
-        } catch let error as any ConditionsError {
-            return .refused(ControlError(error).reply)
         } catch {
-            logger.error("unexpected error holding a lease: \(error)")
-            return .refused(ControlError(.internal, "\(error)").reply)
+            return .refused(ControlError(error).reply)
         }
     }
 

@@ -81,10 +81,10 @@ struct ConditionSetTests {
     func unknownInterface() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
         let conditioner = TestDaemon.conditioner(kernel: kernel)
-        await #expect(throws: UnknownInterfaceError.self) {
+        await expectRefusal(UnknownInterfaceError.self) {
             try await conditioner.activate("Slow Net", on: ConditionID(interface: "nosuch0"), by: TestDaemon.root)
         }
-        await #expect(throws: UnknownInterfaceError.self) { try await conditioner.status(ConditionID(interface: "nosuch0")) }
+        await expectRefusal(UnknownInterfaceError.self) { try await conditioner.status(ConditionID(interface: "nosuch0")) }
         #expect(kernel.executed.isEmpty)
         #expect(await conditioner.conditionList().count == 1)
 
@@ -100,7 +100,7 @@ struct ConditionSetTests {
         let kernel = FakeKernel(interfaces: ["eth0", "lo"])
         let conditioner = TestDaemon.conditioner(kernel: kernel)
         let id = try ConditionID(parsing: text)
-        await #expect(throws: LoopbackConditionError.self) {
+        await expectRefusal(LoopbackConditionError.self) {
             try await conditioner.activate("Slow Net", on: id, by: TestDaemon.root)
         }
         #expect(kernel.executed.isEmpty)
@@ -205,7 +205,7 @@ struct ConditionSetTests {
         _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
         _ = try await conditioner.activate("Nasty Net", on: Self.eth1, by: TestDaemon.alice, for: LeaseDuration(milliseconds: 60_000))
         let before = ["eth0", "lc-eth0", "eth1", "lc-eth1"].map(kernel.state(of:))
-        await #expect(throws: LeaseConflictError.self) { try await conditioner.deactivateAll(by: TestDaemon.bob) }
+        await expectRefusal(LeaseConflictError.self) { try await conditioner.deactivateAll(by: TestDaemon.bob) }
         #expect(["eth0", "lc-eth0", "eth1", "lc-eth1"].map(kernel.state(of:)) == before)
 
         let list = try await conditioner.deactivateAll(by: TestDaemon.bob, force: true)

@@ -36,7 +36,7 @@ struct ConditionerTests {
             if case .changeQdisc = step { return FakeKernel.error(EINVAL, step) }
             return nil
         }
-        await #expect(throws: ShapingError.self) { try await conditioner.activate("Nasty Net", by: TestDaemon.root) }
+        await expectRefusal(ShapingError.self) { try await conditioner.activate("Nasty Net", by: TestDaemon.root) }
         #expect(await conditioner.status().profile?.name == "Slow Net")
         #expect(kernel.fullState == before)
     }
@@ -52,7 +52,7 @@ struct ConditionerTests {
             if case .changeQdisc = step { return FakeKernel.error(EINVAL, step) }
             return nil
         }
-        await #expect(throws: ShapingError.self) {
+        await expectRefusal(ShapingError.self) {
             try await conditioner.activate("Slow Net", by: TestDaemon.root, for: LeaseDuration(milliseconds: 60_000), force: true)
         }
         #expect(await conditioner.status().lease?.holder.uid == 1000)
@@ -141,7 +141,7 @@ struct LeaseTests {
         let conditioner = TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0"]))
         let events = EventBox()
         _ = try await conditioner.hold("Nasty Net", by: TestDaemon.alice, maximum: nil, onEnd: { event in events.add(event) })
-        await #expect(throws: LeaseConflictError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.root) }
+        await expectRefusal(LeaseConflictError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.root) }
         _ = try await conditioner.activate("Slow Net", by: TestDaemon.root, force: true)
         let event = try #require(events.all.first)
         guard case .takenOver(let by) = event.reason else {
@@ -185,7 +185,7 @@ struct LeaseTests {
         // records nothing more.
         #expect(await conditioner.release(LeaseTicket(condition: ConditionID(interface: "eth0"), leaseID: 1)) == nil)
         #expect(await conditioner.history(limit: 1).last?.reason == "shutdown")
-        await #expect(throws: DaemonStoppingError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.root) }
+        await expectRefusal(DaemonStoppingError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.root) }
     }
 
     @Test("The holder ends their own lease early and gets the baseline back; others may not")
@@ -194,15 +194,15 @@ struct LeaseTests {
         let conditioner = TestDaemon.conditioner(kernel: kernel)
         _ = try await conditioner.activate("Slow Net", by: TestDaemon.root)
         _ = try await conditioner.activate("Nasty Net", by: TestDaemon.alice, for: LeaseDuration(milliseconds: 60_000))
-        await #expect(throws: NoLeaseError.self) { try await conditioner.releaseLease(by: TestDaemon.bob) }
-        let conflict = await #expect(throws: LeaseConflictError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.alice) }
+        await expectRefusal(NoLeaseError.self) { try await conditioner.releaseLease(by: TestDaemon.bob) }
+        let conflict = await expectRefusal(LeaseConflictError.self) { try await conditioner.activate("Slow Net", by: TestDaemon.alice) }
         #expect(conflict?.heldByRequester == true)
         #expect(conflict?.description.contains("releasing it") == true)
         let status = try await conditioner.releaseLease(by: TestDaemon.alice)
         #expect(status.profile?.name == "Slow Net")
         #expect(status.lease == nil)
         #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
-        await #expect(throws: NoLeaseError.self) { try await conditioner.releaseLease(by: TestDaemon.alice) }
+        await expectRefusal(NoLeaseError.self) { try await conditioner.releaseLease(by: TestDaemon.alice) }
     }
 }
 

@@ -176,9 +176,8 @@ struct HostNameConditionTests {
         let kernel = FakeKernel(interfaces: ["eth0"])
         let pristine = kernel.fullState
         let conditioner = TestDaemon.conditioner(kernel: kernel)
-        await #expect { try await conditioner.activate("Nasty Net", on: Self.api, by: TestDaemon.root) } throws: {
-            ($0 as? HostNameError)?.code == .unavailable
-        }
+        let refusal = await expectRefusal(HostNameError.self) { try await conditioner.activate("Nasty Net", on: Self.api, by: TestDaemon.root) }
+        #expect(refusal?.code == .unavailable)
         #expect(kernel.fullState == pristine)
         #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"])
     }

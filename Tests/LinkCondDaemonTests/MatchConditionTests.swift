@@ -148,7 +148,7 @@ struct MatchConditionTests {
         let conditioner = try await Self.threeConditions(kernel: kernel)
         let before = kernel.fullState
         for text in ["eth0@10.0.0.5:443/tcp", "@10.0.0.5:443/udp"] {
-            await #expect(throws: OverlappingPeerError.self) {
+            await expectRefusal(OverlappingPeerError.self) {
                 try await conditioner.activate("Slow Net", on: try ConditionID(parsing: text), by: TestDaemon.root)
             }
         }
@@ -285,7 +285,7 @@ struct MatchConditionTests {
         let conditioner = try await Self.threeConditions(kernel: kernel)
         let before = kernel.fullState
         kernel.refusal = { step, _ in if case .addFilter = step { FakeKernel.error(EINVAL, step) } else { nil } }
-        await #expect(throws: ShapingError.self) { try await conditioner.activate("Slow Net", on: Self.other, by: TestDaemon.root) }
+        await expectRefusal(ShapingError.self) { try await conditioner.activate("Slow Net", on: Self.other, by: TestDaemon.root) }
         #expect(kernel.fullState == before)
         #expect(await conditioner.conditionList().map(\.id.description) == ["eth0", "eth0@10.0.0.0/8", "eth0@10.0.0.5:443"])
         kernel.refusal = nil

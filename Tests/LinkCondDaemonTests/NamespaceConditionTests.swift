@@ -52,12 +52,12 @@ struct NamespaceConditionTests {
         #expect(try TestDaemon.conditionInKernel(inside) == nil)
 
         let island = ConditionID(interface: "", namespace: .named("island"))
-        await #expect(throws: NoDefaultRouteInNamespaceError.self) {
+        await expectRefusal(NoDefaultRouteInNamespaceError.self) {
             _ = try await conditioner.activate("Slow Net", on: island, by: TestDaemon.root)
         }
         #expect(NoDefaultRouteInNamespaceError(namespace: .named("island")).description.contains("no default route"))
         #expect(NoDefaultRouteInNamespaceError(namespace: .named("island")).errorCode == .unknownInterface)
-        await #expect(throws: UnknownNamespaceError.self) {
+        await expectRefusal(UnknownNamespaceError.self) {
             _ = try await conditioner.activate("Slow Net", on: ConditionID(interface: "", namespace: .process(999)), by: TestDaemon.root)
         }
         #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"], "nothing was made for the refusals")
@@ -73,7 +73,7 @@ struct NamespaceConditionTests {
         let off = try await conditioner.status(unnamed)
         #expect(off.profile == nil && off.id.description == "pid/4242/")
         #expect(namespaces.routeTableReads.isEmpty)
-        await #expect(throws: UnknownNamespaceError.self) {
+        await expectRefusal(UnknownNamespaceError.self) {
             _ = try await conditioner.status(ConditionID(interface: "", namespace: .process(999)))
         }
         #expect(await conditioner.conditionList().map(\.id.description) == ["eth0"], "nothing was made for the readings")
@@ -115,7 +115,7 @@ struct NamespaceConditionTests {
     @Test("A namespace that does not exist is a 404 naming it, and a daemon without namespaces says so")
     func unknownNamespace() async throws {
         let conditioner = TestDaemon.conditioner(kernel: FakeKernel(), namespaces: FakeNamespaces())
-        await #expect(throws: UnknownNamespaceError.self) {
+        await expectRefusal(UnknownNamespaceError.self) {
             _ = try await conditioner.activate("Slow Net", on: Self.container, by: TestDaemon.root)
         }
         let error = UnknownNamespaceError(namespace: .named("ci-1"), reason: "no such namespace")
@@ -123,7 +123,7 @@ struct NamespaceConditionTests {
         #expect(error.description.contains("/run/netns/ci-1") && error.description.contains("ip netns list"))
 
         let without = TestDaemon.conditioner(kernel: FakeKernel())
-        await #expect(throws: NamespaceTargetsUnavailableError.self) {
+        await expectRefusal(NamespaceTargetsUnavailableError.self) {
             _ = try await without.activate("Slow Net", on: Self.container, by: TestDaemon.root)
         }
     }
@@ -136,7 +136,8 @@ struct NamespaceConditionTests {
         do {
             _ = try await conditioner.activate("Slow Net", on: ConditionID(interface: "eth0", namespace: .named("ci-1")), by: TestDaemon.root)
             Issue.record("activated on a missing interface")
-        } catch let error as UnknownInterfaceError {
+        } catch let refusal as ConditionsRefusal {
+            let error = try #require(refusal.reason as? UnknownInterfaceError)
             #expect(error.description.contains("ip -n ci-1 link"))
         }
     }
@@ -270,11 +271,12 @@ struct AliasedConditionTests {
         do {
             _ = try await conditioner.activate("Nasty Net", on: ConditionID(interface: "eth0", namespace: .process(77)), by: TestDaemon.root)
             Issue.record("a second condition on the same device")
-        } catch let error as AliasedConditionError {
+        } catch let refusal as ConditionsRefusal {
+            let error = try #require(refusal.reason as? AliasedConditionError)
             #expect(error.existing == named && error.errorCode.httpStatus == .conflict)
         }
         namespaces.alias(Conditioner.ownNamespacePath, to: "/proc/1/ns/net", making: true)
-        await #expect(throws: AliasedConditionError.self) {
+        await expectRefusal(AliasedConditionError.self) {
             _ = try await conditioner.activate("Nasty Net", on: ConditionID(interface: "eth0", namespace: .process(1)), by: TestDaemon.root)
         }
     }

@@ -145,7 +145,8 @@ struct SandboxConditionTests {
         do {
             _ = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.alice, maximum: nil, sandbox: true, onEnd: { _ in })
             Issue.record("plumbed another user's namespace")
-        } catch let error as SandboxError {
+        } catch let refusal as ConditionsRefusal {
+            let error = try #require(refusal.reason as? SandboxError)
             #expect(error.code == .notYours)
             #expect(error.errorCode.httpStatus == .forbidden)
         }
@@ -159,7 +160,8 @@ struct SandboxConditionTests {
         do {
             _ = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.alice, maximum: nil, sandbox: true, onEnd: { _ in })
             Issue.record("plumbed the namespace of a process that had exited")
-        } catch let error as SandboxError {
+        } catch let refusal as ConditionsRefusal {
+            let error = try #require(refusal.reason as? SandboxError)
             #expect(error.code == .notYours)
             #expect(error.message.contains("exited"))
         }
@@ -194,7 +196,8 @@ struct SandboxConditionTests {
                     "Slow Net", on: ConditionID(interface: "eth0", namespace: .process(pid)), by: TestDaemon.root, maximum: nil, sandbox: true, onEnd: { _ in }
                 )
                 Issue.record("plumbed the namespace of \(pid), which is in use")
-            } catch let error as SandboxError {
+            } catch let refusal as ConditionsRefusal {
+                let error = try #require(refusal.reason as? SandboxError)
                 #expect(error.code == .namespaceInUse)
                 #expect(error.errorCode.httpStatus == .conflict)
             }
@@ -208,7 +211,7 @@ struct SandboxConditionTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lc-sandbox-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let (conditioner, plumbing, _) = Self.setUp(failing: true, stateDirectory: directory)
-        await #expect(throws: SandboxError.self) {
+        await expectRefusal(SandboxError.self) {
             _ = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.root, maximum: nil, sandbox: true, onEnd: { _ in })
         }
         #expect(plumbing.calls == ["check \(Self.path)", "plumb 0", "tear down 0", "restore forwarding"])

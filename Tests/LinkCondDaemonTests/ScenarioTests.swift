@@ -97,7 +97,7 @@ struct ScenarioTests {
         #expect(second.scenario?.endsBy == "nothing: the last step lasts until the condition changes")
         _ = try await conditioner.activate("Nasty Net", by: TestDaemon.root)
         #expect(await conditioner.status().scenario == nil)
-        await #expect(throws: NoScenarioError.self) { try await conditioner.next(by: TestDaemon.root) }
+        await expectRefusal(NoScenarioError.self) { try await conditioner.next(by: TestDaemon.root) }
     }
 
     @Test("Each step's time in force: the ones before, and the current one so far")
@@ -127,7 +127,7 @@ struct ScenarioTests {
         #expect(held.profile?.name == "Slow Net")
         #expect(held.lease?.restores == "Nasty Net")
         // Someone else may not move another's scenario on; its holder may.
-        await #expect(throws: LeaseConflictError.self) { try await conditioner.next(by: TestDaemon.bob) }
+        await expectRefusal(LeaseConflictError.self) { try await conditioner.next(by: TestDaemon.bob) }
         let moved = try await conditioner.next(by: TestDaemon.alice)
         #expect(moved.profile?.name == "Inline")
         #expect(moved.lease != nil)
@@ -141,7 +141,7 @@ struct ScenarioTests {
     func unknown() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
         let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.timed))
-        await #expect(throws: UnknownScenarioError.self) { try await conditioner.activate(.scenario("Timd"), by: TestDaemon.root) }
+        await expectRefusal(UnknownScenarioError.self) { try await conditioner.activate(.scenario("Timd"), by: TestDaemon.root) }
         #expect(await conditioner.status().isActive == false)
         #expect(kernel.executed.isEmpty)
     }

@@ -13,6 +13,7 @@ import Sandboxes
 import Shaping
 import ShapingTestSupport
 import Synchronization
+import Testing
 
 /// A conditioner on a model kernel with the shipped-like profiles, for tests without root.
 enum TestDaemon {
@@ -156,4 +157,22 @@ extension FakeKernel {
             }
         }
     }
+}
+
+/// Expects the conditioner to refuse `command` for a reason of type `Reason`, and returns that
+/// reason: its commands throw every refusal as a `ConditionsRefusal`.
+@discardableResult
+func expectRefusal<Reason: ConditionsError, Result>(
+    _ reason: Reason.Type, sourceLocation: SourceLocation = #_sourceLocation, _ command: () async throws -> Result
+) async -> Reason? {
+    do {
+        _ = try await command()
+        Issue.record("expected a refusal for \(Reason.self), but the command succeeded", sourceLocation: sourceLocation)
+    } catch let refusal as ConditionsRefusal {
+        if let reason = refusal.reason as? Reason { return reason }
+        Issue.record("expected a refusal for \(Reason.self), got \(type(of: refusal.reason)): \(refusal)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected a ConditionsRefusal for \(Reason.self), got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
+    }
+    return nil
 }
