@@ -13,9 +13,10 @@ import Shaping
 /// One condition: what should be in force on its target, the kernel objects there, the file
 /// that keeps the goal across a crash, and its lease's timer.
 ///
-/// Confined to the `Conditioner` actor, which changes one condition at a time; a change to one
-/// condition reads and writes only that condition's kernel objects and state file.
-package final class Condition {
+/// A value: the `Conditioner` takes a condition out of its registry, changes it in one
+/// transaction, and settles it back (or drops it, idle); a change to one condition reads and
+/// writes only that condition's kernel objects and state file.
+package struct Condition {
     /// Runtime companions of the current lease: its expiry timer, and for a client-bound lease
     /// the way to tell its client that it ended.
     struct LeaseRuntime {

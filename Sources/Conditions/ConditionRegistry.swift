@@ -23,6 +23,12 @@ struct ConditionRegistry {
 
     subscript(id: ConditionID) -> Condition? { byID[id] }
 
+    /// A held condition takes its new value; one no longer held stays gone.
+    mutating func update(_ condition: Condition) {
+        guard byID[condition.id] != nil else { return }
+        byID[condition.id] = condition
+    }
+
     /// Every condition held, in no order.
     var all: Dictionary<ConditionID, Condition>.Values { byID.values }
 
@@ -45,10 +51,10 @@ struct ConditionRegistry {
         trees[condition.id.target] = condition.convergence
     }
 
-    /// Removes `condition` (this very one: a request may have made another under its id
-    /// meanwhile), and its target's tree once nothing holds it. False when it was not held.
+    /// Removes `condition`, and its target's tree once nothing holds it. False when it was not
+    /// held, or is the default one.
     mutating func remove(_ condition: Condition) -> Bool {
-        guard condition.id != defaultID, byID[condition.id] === condition else { return false }
+        guard condition.id != defaultID, byID[condition.id] != nil else { return false }
         byID[condition.id] = nil
         if !condition.convergence.isInUse, !byID.values.contains(where: { $0.convergence === condition.convergence }) {
             trees[condition.id.target] = nil

@@ -18,9 +18,9 @@ import Shaping
 extension Conditioner {
     /// Stops everything that runs on its own for a condition about to end: its scenario, its
     /// traces, its lease's timer. Returns the lease's runtime, whose client is still to hear why.
-    func stopRuntime(of condition: Condition) -> Condition.LeaseRuntime? {
-        endScenario(condition)
-        stopTraces(condition)
+    func stopRuntime(of condition: inout Condition) -> Condition.LeaseRuntime? {
+        endScenario(&condition)
+        stopTraces(&condition)
         let runtime = condition.leaseRuntime
         runtime?.timer?.cancel()
         condition.leaseRuntime = nil
@@ -39,19 +39,19 @@ extension Conditioner {
     ) throws(ConditionsRefusal) -> (lease: LeaseTicket, status: ConditionSnapshot) {
         try checkRunning()
         let (entry, scenario) = try resolve(choice)
-        let condition = try sandbox ? makeSandbox(try resolved(id), for: requester) : self.condition(id, hostAddresses: hostAddresses)
-        defer { dropIfIdle(condition) }
+        var condition = try sandbox ? makeSandbox(try resolved(id), for: requester) : self.condition(id, hostAddresses: hostAddresses)
+        defer { settle(condition) }
         try refusing { () throws(HostNameError) in try condition.checkHostAddresses() }
         try refusing { () throws(LeaseConflictError) in try condition.policy.checkNoLease(against: requester, force: force, now: now) }
         let previous = condition.policy.effective
         let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: maximum, clientBound: true, now: now)
         let displaced = try refusing { () throws(ShapingError) in
             try converge(
-                condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease, now: now),
+                &condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: lease, now: now),
                 replacingForeign: replacingForeign, onEnd: onEnd
             )
         }
-        if let scenario { beginScenario(scenario, on: condition, appliedAt: .now()) }
+        if let scenario { beginScenario(scenario, on: &condition, appliedAt: .now()) }
         notifyTakeOver(displaced, on: condition, by: requester)
         let playing = scenario.map { "plays '\($0.entry.scenario.name)' " } ?? ""
         record(condition, from: previous, reason: "lease", requester: requester, detail: playing + "while its client runs" + (maximum.map { ", at most \($0)" } ?? ""))
@@ -61,12 +61,12 @@ extension Conditioner {
     /// The client of a client-bound lease closed its connection: bring the baseline back.
     /// Returns the new status, or `nil` if the lease had already ended.
     public func release(_ ticket: LeaseTicket) -> ConditionSnapshot? {
-        guard let condition = registry[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return nil }
-        defer { dropIfIdle(condition) }
+        guard var condition = registry[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return nil }
+        defer { settle(condition) }
         // A sandbox's command, alone in it, usually ends before its client lets go.
-        if condition.sandbox != nil, endIfNamespaceVanished(condition) { return snapshot(of: condition) }
-        endLease(condition, reason: "lease-released", detail: "client closed its connection")
-        endSandboxCondition(condition)
+        if condition.sandbox != nil, endIfNamespaceVanished(&condition) { return snapshot(of: condition) }
+        endLease(&condition, reason: "lease-released", detail: "client closed its connection")
+        endSandboxCondition(&condition)
         return snapshot(of: condition)
     }
 
@@ -74,13 +74,13 @@ extension Conditioner {
     public func releaseLease(on id: ConditionID? = nil, by requester: Requester) throws(ConditionsRefusal) -> ConditionSnapshot {
         try checkRunning()
         let id = try resolved(id)
-        guard let condition = registry[id], let lease = condition.policy.lease, lease.isHeld(by: requester) else {
+        guard var condition = registry[id], let lease = condition.policy.lease, lease.isHeld(by: requester) else {
             throw ConditionsRefusal(NoLeaseError(holder: registry[id]?.policy.lease?.holder.holder))
         }
-        defer { dropIfIdle(condition) }
+        defer { settle(condition) }
         let previous = condition.policy.effective
         let wanted = condition.policy.wanting(baseline: condition.policy.baseline, lease: nil, now: now)
-        let ended = try refusing { () throws(ShapingError) in try converge(condition, to: wanted, replacingForeign: false) }
+        let ended = try refusing { () throws(ShapingError) in try converge(&condition, to: wanted, replacingForeign: false) }
         record(condition, from: previous, reason: "lease-released", requester: requester, detail: "ended early by its holder (\(lease.entry.profile.name))")
         ended?.onEnd?(LeaseEnd(reason: .released, condition: snapshot(of: condition)))
         return snapshot(of: condition)
@@ -99,7 +99,7 @@ extension Conditioner {
     }
 
     /// One timer for a condition's current lease's end: no wakeups at all while there is no lease.
-    func scheduleExpiry(_ condition: Condition, onEnd: (@Sendable (LeaseEnd) -> Void)? = nil) {
+    func scheduleExpiry(_ condition: inout Condition, onEnd: (@Sendable (LeaseEnd) -> Void)? = nil) {
         guard let lease = condition.policy.lease, condition.leaseRuntime?.leaseID != lease.id else { return }
         var runtime = Condition.LeaseRuntime(leaseID: lease.id, onEnd: onEnd)
         if let expires = lease.expires {
@@ -111,10 +111,10 @@ extension Conditioner {
     }
 
     func expire(_ ticket: LeaseTicket) {
-        guard let condition = registry[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return }
-        defer { dropIfIdle(condition) }
-        let ended = endLease(condition, reason: "lease-expired", detail: nil)
-        endSandboxCondition(condition)
+        guard var condition = registry[ticket.condition], condition.policy.lease?.id == ticket.leaseID else { return }
+        defer { settle(condition) }
+        let ended = endLease(&condition, reason: "lease-expired", detail: nil)
+        endSandboxCondition(&condition)
         ended?.onEnd?(LeaseEnd(reason: .expired, condition: snapshot(of: condition)))
     }
 
@@ -122,11 +122,11 @@ extension Conditioner {
     /// runtime. If the kernel refuses, the lease's condition stays in force as the baseline,
     /// and the error is logged.
     @discardableResult
-    func endLease(_ condition: Condition, reason: String, detail: String?) -> Condition.LeaseRuntime? {
+    func endLease(_ condition: inout Condition, reason: String, detail: String?) -> Condition.LeaseRuntime? {
         guard let lease = condition.policy.lease else { return nil }
         var ended: Condition.LeaseRuntime?
         do {
-            ended = try converge(condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: nil, now: now), replacingForeign: false)
+            ended = try converge(&condition, to: condition.policy.wanting(baseline: condition.policy.baseline, lease: nil, now: now), replacingForeign: false)
         } catch {
             logger.error("cannot end the lease on '\(lease.entry.profile.name)' on \(condition.id): \(error); keeping it in force without a lease")
             condition.policy = condition.policy.wanting(baseline: lease.entry, lease: nil, now: now)

@@ -46,14 +46,15 @@ extension Conditioner {
     public func endConditionsInVanishedNamespaces() -> [ConditionID] {
         guard namespaces != nil else { return [] }
         var ended: [ConditionID] = []
-        for condition in orderedConditions where endIfNamespaceVanished(condition) {
+        for var condition in orderedConditions where endIfNamespaceVanished(&condition) {
+            settle(condition)
             ended.append(condition.id)
         }
         return ended
     }
 
-    /// Ends `condition` if its network namespace is gone; whether it did.
-    package func endIfNamespaceVanished(_ condition: Condition) -> Bool {
+    /// Ends `condition` if its network namespace is gone; whether it did. The caller settles it.
+    package func endIfNamespaceVanished(_ condition: inout Condition) -> Bool {
         guard let namespaces, let namespace = condition.id.namespace else { return false }
         do {
             if try namespaces.identity(at: namespace.path) == condition.namespaceIdentity { return false }
@@ -63,7 +64,7 @@ extension Conditioner {
             logger.warning("cannot look at the network namespace of \(condition.id): \(error); trying again in a second")
             return false
         }
-        let runtime = stopRuntime(of: condition)
+        let runtime = stopRuntime(of: &condition)
         let previous = condition.policy.effective
         condition.policy = ConditionPolicy(baselineSince: now)
         condition.convergence.forget()
@@ -71,7 +72,6 @@ extension Conditioner {
         logger.notice("the network namespace of \(condition.id) (\(namespace.path)) is gone; its condition ended with it (\(detail))")
         record(condition, from: previous?.profile.name, to: "off", reason: "namespace-ended", requester: nil, detail: detail)
         runtime?.onEnd?(LeaseEnd(reason: .namespaceEnded, condition: snapshot(of: condition)))
-        dropIfIdle(condition)
         return true
     }
 

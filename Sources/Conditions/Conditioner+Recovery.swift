@@ -29,10 +29,11 @@ extension Conditioner {
             insert(condition)
             recovering.append(condition)
         }
-        for condition in recovering {
+        for index in recovering.indices {
             // A sandbox's `run` lost its lease with the previous daemon: the sandbox ends.
-            condition.policy = condition.sandbox == nil ? recoveredPolicy(from: condition.stateStore?.load(), for: condition.id) : ConditionPolicy(baselineSince: now)
-            persist(condition)
+            let condition = recovering[index]
+            recovering[index].policy = condition.sandbox == nil ? recoveredPolicy(from: condition.stateStore?.load(), for: condition.id) : ConditionPolicy(baselineSince: now)
+            persist(recovering[index])
         }
         // One recovery per target, with every condition on it, default target first.
         var byTarget: [(KernelConvergence, [Condition])] = []
@@ -43,19 +44,22 @@ extension Conditioner {
                 byTarget.append((condition.convergence, [condition]))
             }
         }
-        for (convergence, group) in byTarget {
+        for (convergence, var group) in byTarget {
             do {
-                try recover(convergence, with: group)
+                try recover(convergence, with: &group)
             } catch {
-                if group.contains(where: { $0.id == defaultID }) { throw error }
+                if group.contains(where: { $0.id == defaultID }) {
+                    group.forEach { registry.update($0) }
+                    throw error
+                }
                 logger.error("startup: cannot bring back the conditions on \(convergence.target.interface): \(error.message); removing them")
                 try? convergence.removeAll()
-                for condition in group {
-                    condition.policy = ConditionPolicy(baselineSince: now)
-                    record(condition, from: nil, to: "off", reason: "startup", requester: nil, detail: "could not be brought back: \(error.message)")
+                for index in group.indices {
+                    group[index].policy = ConditionPolicy(baselineSince: now)
+                    record(group[index], from: nil, to: "off", reason: "startup", requester: nil, detail: "could not be brought back: \(error.message)")
                 }
             }
-            group.forEach(dropIfIdle)
+            group.forEach(settle)
         }
         restoreForwardingIfNoSandbox()
     }
@@ -66,8 +70,9 @@ extension Conditioner {
     public func shutdown() throws(ShapingError) {
         stopping = true
         var failure: ShapingError?
-        for condition in orderedConditions {
-            let runtime = stopRuntime(of: condition)
+        for var condition in orderedConditions {
+            defer { registry.update(condition) }
+            let runtime = stopRuntime(of: &condition)
             let previous = condition.policy.effective
             let lease = condition.policy.lease
             condition.policy = condition.policy.wanting(baseline: nil, lease: nil, now: now)
@@ -110,14 +115,14 @@ extension Conditioner {
             store?.remove()
             return nil
         }
-        let condition = makeCondition(id, identity: now, slot: state?.slot, hostAddresses: hostAddresses)
+        var condition = makeCondition(id, identity: now, slot: state?.slot, hostAddresses: hostAddresses)
         condition.sandbox = sandbox
         return condition
     }
 
     /// Brings one target's tree to what its conditions' recovered policies want, and records
     /// for each how.
-    func recover(_ convergence: KernelConvergence, with group: [Condition]) throws(ShapingError) {
+    func recover(_ convergence: KernelConvergence, with group: inout [Condition]) throws(ShapingError) {
         // Traces start again from their beginning.
         let whole = group.first { $0.slot == .whole }?.policy.effective?.profile.paced(at: 0).profile
         let matches = group.compactMap { condition -> MatchedCondition? in
@@ -126,13 +131,16 @@ extension Conditioner {
         }
         let interface = convergence.target.interface
         let outcome = try convergence.recover(whole: whole, matches: matches)
-        group.forEach(followTraces)
+        for index in group.indices {
+            followTraces(&group[index])
+        }
         if case .rebuilt(let deviations) = outcome {
             for deviation in deviations.prefix(20) {
                 logger.notice("startup: the tree on \(interface) differed: \(deviation)")
             }
         }
-        for condition in group {
+        for index in group.indices {
+            let condition = group[index]
             let wanted = condition.policy.effective
             switch outcome {
             case .nothingToDo:
@@ -149,7 +157,7 @@ extension Conditioner {
                 }
                 logger.notice("startup: '\(wanted?.profile.name ?? "")' stays in force on \(condition.id): \(how)")
                 record(condition, from: nil, to: wanted?.profile.name ?? "off", reason: "startup", requester: nil, detail: how)
-                scheduleExpiry(condition)
+                scheduleExpiry(&group[index])
             }
         }
     }

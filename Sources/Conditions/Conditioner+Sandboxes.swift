@@ -18,7 +18,7 @@ extension Conditioner {
         let identity = try self.identity(of: .process(pid))
         try sandboxManager.checkFresh(process, namespaceAt: path, identity: identity, with: plumbing)
         // The namespace read while the process was pinned, not read again.
-        let condition = try absentCondition(id, identity: identity, checkingInterface: false)
+        var condition = try absentCondition(id, identity: identity, checkingInterface: false)
         let taken = Set(registry.all.compactMap { $0.sandbox?.index })
         let sandbox = try refusing { () throws(SandboxError) in try sandboxManager.freeAddressing(taken: taken) }
         condition.sandbox = sandbox
@@ -27,7 +27,7 @@ extension Conditioner {
         do throws(ConditionsRefusal) {
             condition.sandboxWarnings = try sandboxManager.join(sandbox, namespaceAt: path, identity: identity, with: plumbing, for: requester)
         } catch {
-            dropIfIdle(condition)
+            settle(condition)
             throw error
         }
         return condition
@@ -35,11 +35,11 @@ extension Conditioner {
 
     /// A sandbox's condition ends as a whole with its lease: whatever else was set on it goes
     /// too, so that the sandbox does not outlive its `run`.
-    package func endSandboxCondition(_ condition: Condition) {
+    package func endSandboxCondition(_ condition: inout Condition) {
         guard condition.sandbox != nil, condition.policy.effective != nil else { return }
         let previous = condition.policy.effective
         do {
-            try converge(condition, to: ConditionPolicy(baselineSince: now), replacingForeign: false)
+            try converge(&condition, to: ConditionPolicy(baselineSince: now), replacingForeign: false)
             record(condition, from: previous, reason: "off", requester: nil, detail: "the sandbox's run ended")
         } catch {
             logger.error("cannot switch the sandbox condition \(condition.id) off: \(error)")

@@ -61,35 +61,36 @@ extension Conditioner {
     /// Starts playing `start` on `condition`, whose policy already has the first step in force.
     /// The schedule counts from `appliedAt`, when the kernel had the first step: writing the
     /// history after it must not lengthen the step.
-    package func beginScenario(_ start: ScenarioStart, on condition: Condition, appliedAt: NIODeadline) {
+    package func beginScenario(_ start: ScenarioStart, on condition: inout Condition, appliedAt: NIODeadline) {
         let drives: ScenarioRun.Drives = condition.policy.lease.map { .lease($0.id) } ?? .baseline
         condition.scenario = ScenarioRun(
             entry: start.entry, schedule: start.schedule, play: start.play, drives: drives, stepSince: Date(),
             plannedStart: appliedAt, timeline: Timeline(generation: nextGeneration())
         )
         logger.notice("scenario '\(start.entry.scenario.name)' plays on \(condition.id) (seed \(start.schedule.seed))")
-        armStep(condition)
+        armStep(&condition)
     }
 
     /// `linkcond next`: the condition's scenario moves on now, whatever its step waits for.
     public func next(on id: ConditionID? = nil, by requester: Requester) throws(ConditionsRefusal) -> ConditionSnapshot {
         try checkRunning()
         let id = try resolved(id)
-        guard let condition = registry[id], let run = condition.scenario else {
+        guard var condition = registry[id], let run = condition.scenario else {
             throw ConditionsRefusal(NoScenarioError(condition: id.description, finished: false))
         }
         guard !run.finished else { throw ConditionsRefusal(NoScenarioError(condition: condition.id.description, finished: true)) }
         // A scenario in someone else's lease is theirs to move on (the test under `run`, as the same user).
         let force = condition.policy.lease?.isHeld(by: requester) ?? true
         try refusing { () throws(LeaseConflictError) in try condition.policy.checkNoLease(against: requester, force: force, now: now) }
-        try advance(condition, cause: "after linkcond next", requester: requester)
+        defer { settle(condition) }
+        try advance(&condition, cause: "after linkcond next", requester: requester)
         return snapshot(of: condition)
     }
 
     /// Ends the current step and starts the next one, in place; the last step's end finishes
     /// the scenario and leaves its profile in force. A kernel refusal ends the scenario, with
     /// the step that was in force kept.
-    package func advance(_ condition: Condition, cause: String, requester: Requester?, onSchedule: Bool = false) throws(ConditionsRefusal) {
+    package func advance(_ condition: inout Condition, cause: String, requester: Requester?, onSchedule: Bool = false) throws(ConditionsRefusal) {
         guard var run = condition.scenario, !run.finished else { return }
         run.timeline.restart(as: nextGeneration())
         let ended = run.step.displayName
@@ -115,10 +116,10 @@ extension Conditioner {
                 guard wanted.lease?.id == id else { throw ConditionsRefusal(ScenarioStepError(scenario: run.scenario.name, detail: "its lease ended")) }
                 wanted.lease?.entry = profile
             }
-            try refusing { () throws(ShapingError) in try converge(condition, to: wanted, replacingForeign: false, keepingScenario: true) }
+            try refusing { () throws(ShapingError) in try converge(&condition, to: wanted, replacingForeign: false, keepingScenario: true) }
         } catch {
             logger.error("scenario '\(run.scenario.name)' on \(condition.id) stops at step \(run.play.index + 1): \(error)")
-            endScenario(condition)
+            endScenario(&condition)
             throw error
         }
         run.begin(play, at: Date())
@@ -132,11 +133,11 @@ extension Conditioner {
             condition, from: previous, reason: "scenario", requester: requester,
             detail: "'\(run.scenario.name)' step \(play.index + 1) of \(run.scenario.steps.count)\(round) (\(run.step.displayName)), \(cause)"
         )
-        armStep(condition)
+        armStep(&condition)
     }
 
     /// Sets the current step's timer and, for a trigger, reads its counter now and starts polling.
-    private func armStep(_ condition: Condition) {
+    private func armStep(_ condition: inout Condition) {
         guard var run = condition.scenario else { return }
         let ticket = run.timeline.ticket(for: condition.id)
         if let end = run.plannedEnd {
@@ -169,14 +170,18 @@ extension Conditioner {
     }
 
     private func stepTimeUp(_ ticket: TimelineTicket) {
-        guard let (condition, run) = currentRun(ticket), let milliseconds = run.play.milliseconds else { return }
-        try? advance(condition, cause: "after \(StepDuration.text(milliseconds))", requester: nil, onSchedule: true)
+        guard let (current, run) = currentRun(ticket), let milliseconds = run.play.milliseconds else { return }
+        var condition = current
+        defer { settle(condition) }
+        try? advance(&condition, cause: "after \(StepDuration.text(milliseconds))", requester: nil, onSchedule: true)
     }
 
     /// Reads the trigger's counter; the step ends once it reached its threshold, else the next
     /// read comes sooner the closer the traffic is to it.
     private func pollTrigger(_ ticket: TimelineTicket) {
-        guard let (condition, run) = currentRun(ticket), let trigger = run.step.trigger else { return }
+        guard let (current, run) = currentRun(ticket), let trigger = run.step.trigger else { return }
+        var condition = current
+        defer { settle(condition) }
         var updated = run
         let now = NIODeadline.now()
         guard let count = triggerCount(trigger, on: condition) else {
@@ -190,7 +195,7 @@ extension Conditioner {
         updated.triggerProgress = count - base
         if updated.triggerProgress >= trigger.threshold {
             condition.scenario = updated
-            try? advance(condition, cause: "after \(trigger) (\(updated.triggerProgress) \(trigger.unit.rawValue) carried)", requester: nil)
+            try? advance(&condition, cause: "after \(trigger) (\(updated.triggerProgress) \(trigger.unit.rawValue) carried)", requester: nil)
             return
         }
         var delay = Self.slowestTriggerPoll
@@ -205,7 +210,7 @@ extension Conditioner {
     }
 
     /// Stops the condition's scenario, if one plays; what is in force stays.
-    package func endScenario(_ condition: Condition) {
+    package func endScenario(_ condition: inout Condition) {
         guard let run = condition.scenario else { return }
         run.timeline.cancel()
         condition.scenario = nil

@@ -20,22 +20,22 @@ extension Conditioner {
     /// Plays the condition's effective profile's traces, or stops playing when it has none. The
     /// same profile playing goes on untouched; another starts from now, which should be right
     /// after the kernel got its first window, so that the window lasts as long as the trace says.
-    package func followTraces(_ condition: Condition) {
+    package func followTraces(_ condition: inout Condition) {
         let profile = condition.policy.effective?.profile
         if let playing = condition.trace, playing.profile == profile { return }
-        stopTraces(condition)
+        stopTraces(&condition)
         guard let profile, profile.isTraceDriven else { return }
         condition.trace = TracePlayback(profile: profile, started: .now(), timeline: Timeline(generation: nextGeneration()))
-        scheduleTraceChange(condition, after: profile.paced(at: 0).changesAtMilliseconds)
+        scheduleTraceChange(&condition, after: profile.paced(at: 0).changesAtMilliseconds)
     }
 
     /// Stops the condition's trace playback, if any; the rate in force stays.
-    package func stopTraces(_ condition: Condition) {
+    package func stopTraces(_ condition: inout Condition) {
         condition.trace?.timeline.cancel()
         condition.trace = nil
     }
 
-    private func scheduleTraceChange(_ condition: Condition, after dueMilliseconds: Int?) {
+    private func scheduleTraceChange(_ condition: inout Condition, after dueMilliseconds: Int?) {
         guard let playback = condition.trace, let dueMilliseconds else { return }
         let endsOutage = playback.profile.endsOutage(at: dueMilliseconds)
         let early = playback.lead + (endsOutage ? TracePlayback.outageExitLead : .zero)
@@ -49,9 +49,10 @@ extension Conditioner {
     /// from now on. A change that `endsOutage` is made `TracePlayback.outageExitLead` early. A
     /// refusal is logged and the playback goes on: the next window may well be accepted.
     private func changeTraceRate(_ ticket: TimelineTicket, due: Int, endsOutage: Bool) {
-        guard let condition = registry[ticket.condition], let playback = condition.trace, playback.timeline.isCurrent(ticket) else {
+        guard var condition = registry[ticket.condition], let playback = condition.trace, playback.timeline.isCurrent(ticket) else {
             return
         }
+        defer { settle(condition) }
         // A timer fired early, by the lead, still changes to the window it was set for.
         let elapsed = max(playback.elapsedMilliseconds(at: .now()), due)
         let (paced, changesAt) = playback.profile.paced(at: elapsed)
@@ -72,7 +73,7 @@ extension Conditioner {
                 logger.error("cannot change the rate of '\(playback.profile.name)' on \(condition.id) at \(elapsed) ms into its trace: \(error); trying again at each window")
             }
         }
-        scheduleTraceChange(condition, after: changesAt)
+        scheduleTraceChange(&condition, after: changesAt)
     }
 
     package func traceProgress(_ condition: Condition) -> TraceProgress? {

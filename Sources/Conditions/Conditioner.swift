@@ -42,7 +42,7 @@ public actor Conditioner {
     private let scenarioDirectories: [String]
     var scenarioCatalog: ScenarioCatalog
     var history: ConditionHistory
-    private(set) var registry: ConditionRegistry
+    var registry: ConditionRegistry
     var lastLeaseID: UInt64 = 0
     /// Waiting for a condition in another namespace: the watch over namespaces, which keeps no
     /// timer while there is none.
@@ -111,8 +111,8 @@ public actor Conditioner {
     ) throws(ConditionsRefusal) -> ConditionSnapshot {
         try checkRunning()
         let (entry, scenario) = try resolve(choice)
-        let condition = try self.condition(id, hostAddresses: hostAddresses)
-        defer { dropIfIdle(condition) }
+        var condition = try self.condition(id, hostAddresses: hostAddresses)
+        defer { settle(condition) }
         try refusing { () throws(HostNameError) in try condition.checkHostAddresses() }
         try refusing { () throws(LeaseConflictError) in try condition.policy.checkNoLease(against: requester, force: force, now: now) }
         let previous = condition.policy.effective
@@ -122,16 +122,16 @@ public actor Conditioner {
         if let duration {
             let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: duration, clientBound: false, now: now)
             let wanted = condition.policy.wanting(baseline: condition.policy.baseline, lease: lease, now: now)
-            displaced = try refusing { () throws(ShapingError) in try converge(condition, to: wanted, replacingForeign: replacingForeign) }
+            displaced = try refusing { () throws(ShapingError) in try converge(&condition, to: wanted, replacingForeign: replacingForeign) }
             applied = .now()
             record(condition, from: previous, reason: "lease", requester: requester, detail: (playing.map { "plays \($0) " } ?? "") + "for \(duration)")
         } else {
             let wanted = condition.policy.wanting(baseline: entry, lease: nil, now: now)
-            displaced = try refusing { () throws(ShapingError) in try converge(condition, to: wanted, replacingForeign: replacingForeign) }
+            displaced = try refusing { () throws(ShapingError) in try converge(&condition, to: wanted, replacingForeign: replacingForeign) }
             applied = .now()
             record(condition, from: previous, reason: scenario == nil ? "activate" : "play", requester: requester, detail: playing)
         }
-        if let scenario { beginScenario(scenario, on: condition, appliedAt: applied) }
+        if let scenario { beginScenario(scenario, on: &condition, appliedAt: applied) }
         notifyTakeOver(displaced, on: condition, by: requester)
         return snapshot(of: condition)
     }
@@ -139,10 +139,10 @@ public actor Conditioner {
     /// Removes a condition's shaping. Also cleans up after an earlier run when already off.
     public func deactivate(on id: ConditionID? = nil, by requester: Requester, force: Bool = false) throws(ConditionsRefusal) -> ConditionSnapshot {
         try checkRunning()
-        let condition = try self.condition(id)
-        defer { dropIfIdle(condition) }
+        var condition = try self.condition(id)
+        defer { settle(condition) }
         try refusing { () throws(LeaseConflictError) in try condition.policy.checkNoLease(against: requester, force: force, now: now) }
-        try refusing { () throws(ShapingError) in try switchOff(condition, by: requester) }
+        try refusing { () throws(ShapingError) in try switchOff(&condition, by: requester) }
         return snapshot(of: condition)
     }
 
@@ -154,14 +154,14 @@ public actor Conditioner {
             try refusing { () throws(LeaseConflictError) in try condition.policy.checkNoLease(against: requester, force: force, now: now) }
         }
         var failure: ShapingError?
-        for condition in orderedConditions {
+        for var condition in orderedConditions {
             do {
-                try switchOff(condition, by: requester)
+                try switchOff(&condition, by: requester)
             } catch {
                 logger.error("off on \(condition.id): \(error)")
                 failure = failure ?? error
             }
-            dropIfIdle(condition)
+            settle(condition)
         }
         if let failure { throw ConditionsRefusal(failure) }
         return conditionList()
@@ -181,8 +181,9 @@ public actor Conditioner {
             logger.warning("reload: skipping scenario: \(problem)")
         }
         var reappliedAny = false
-        for condition in orderedConditions where !stopping {
-            reappliedAny = refresh(condition, from: fresh, by: requester) || reappliedAny
+        for var condition in orderedConditions where !stopping {
+            reappliedAny = refresh(&condition, from: fresh, by: requester) || reappliedAny
+            settle(condition)
         }
         logger.notice("reloaded \(fresh.entries.count) profiles, \(fresh.problems.count) skipped\(reappliedAny ? ", active condition updated" : "")")
         return ReloadOutcome(
@@ -273,11 +274,13 @@ public actor Conditioner {
         }
     }
 
-    /// A condition other than the default one ends with its last profile and lease: it leaves
-    /// the set, and its state file goes (after its kernel objects, so a crash in between
-    /// still leaves the file that tells the next daemon to remove them).
-    package func dropIfIdle(_ condition: Condition) {
-        guard condition.isIdle, registry.remove(condition) else { return }
+    /// Ends a change of `condition`: the registry takes its new value. A condition other than
+    /// the default one ends with its last profile and lease: it leaves the set, and its state
+    /// file goes (after its kernel objects, so a crash in between still leaves the file that
+    /// tells the next daemon to remove them).
+    package func settle(_ condition: Condition) {
+        guard condition.isIdle else { return registry.update(condition) }
+        guard registry.remove(condition) else { return registry.update(condition) }
         // A sandbox that could not be removed keeps its state file: the next daemon tries again.
         let sandboxRemoved = tearDownSandbox(of: condition)
         if condition.sandbox != nil {
@@ -306,9 +309,9 @@ public actor Conditioner {
     }
 
     /// Off, recorded; an idle condition is still swept of what an earlier daemon may have left.
-    private func switchOff(_ condition: Condition, by requester: Requester) throws(ShapingError) {
+    private func switchOff(_ condition: inout Condition, by requester: Requester) throws(ShapingError) {
         let previous = condition.policy.effective
-        let displaced = try converge(condition, to: condition.policy.wanting(baseline: nil, lease: nil, now: now), replacingForeign: false)
+        let displaced = try converge(&condition, to: condition.policy.wanting(baseline: nil, lease: nil, now: now), replacingForeign: false)
         if previous == nil {
             if !condition.convergence.isInUse {
                 try condition.convergence.removeAll()
@@ -320,7 +323,7 @@ public actor Conditioner {
     }
 
     /// A condition's profiles as `fresh` has them now; whether the values in force changed.
-    private func refresh(_ condition: Condition, from fresh: ProfileCatalog, by requester: Requester?) -> Bool {
+    private func refresh(_ condition: inout Condition, from fresh: ProfileCatalog, by requester: Requester?) -> Bool {
         func refreshed(_ entry: ProfileEntry) -> ProfileEntry {
             guard !entry.isAdHoc else { return entry }
             guard let update = fresh.entries.first(where: { $0.file == entry.file }) else {
@@ -337,7 +340,7 @@ public actor Conditioner {
         guard wanted != policy else { return false }
         let before = policy.effective
         do {
-            try converge(condition, to: wanted, replacingForeign: false, keepingScenario: true)
+            try converge(&condition, to: wanted, replacingForeign: false, keepingScenario: true)
         } catch {
             logger.error("reload: cannot apply the new values of \(before?.profile.name ?? "the active profile") on \(condition.id): \(error)")
             return false
@@ -362,7 +365,7 @@ public actor Conditioner {
     /// values) ends the scenario playing on the condition.
     @discardableResult
     func converge(
-        _ condition: Condition, to wanted: ConditionPolicy, replacingForeign: Bool, keepingScenario: Bool = false,
+        _ condition: inout Condition, to wanted: ConditionPolicy, replacingForeign: Bool, keepingScenario: Bool = false,
         onEnd: (@Sendable (LeaseEnd) -> Void)? = nil
     ) throws(ShapingError) -> Condition.LeaseRuntime? {
         let old = condition.policy
@@ -375,9 +378,9 @@ public actor Conditioner {
             persist(condition)
             throw error
         }
-        followTraces(condition)
+        followTraces(&condition)
         if !keepingScenario {
-            endScenario(condition)
+            endScenario(&condition)
         }
         // Only now is an old lease really gone; after a failure it stays, timer and all.
         var ended: Condition.LeaseRuntime?
@@ -386,7 +389,7 @@ public actor Conditioner {
             condition.leaseRuntime = nil
             ended = runtime
         }
-        scheduleExpiry(condition, onEnd: onEnd)
+        scheduleExpiry(&condition, onEnd: onEnd)
         return ended
     }
 

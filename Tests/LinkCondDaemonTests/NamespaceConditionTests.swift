@@ -136,7 +136,7 @@ struct NamespaceConditionTests {
         do {
             _ = try await conditioner.activate("Slow Net", on: ConditionID(interface: "eth0", namespace: .named("ci-1")), by: TestDaemon.root)
             Issue.record("activated on a missing interface")
-        } catch let refusal as ConditionsRefusal {
+        } catch let refusal {
             let error = try #require(refusal.reason as? UnknownInterfaceError)
             #expect(error.description.contains("ip -n ci-1 link"))
         }
@@ -271,7 +271,7 @@ struct AliasedConditionTests {
         do {
             _ = try await conditioner.activate("Nasty Net", on: ConditionID(interface: "eth0", namespace: .process(77)), by: TestDaemon.root)
             Issue.record("a second condition on the same device")
-        } catch let refusal as ConditionsRefusal {
+        } catch let refusal {
             let error = try #require(refusal.reason as? AliasedConditionError)
             #expect(error.existing == named && error.errorCode.httpStatus == .conflict)
         }

@@ -145,7 +145,7 @@ struct SandboxConditionTests {
         do {
             _ = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.alice, maximum: nil, sandbox: true, onEnd: { _ in })
             Issue.record("plumbed another user's namespace")
-        } catch let refusal as ConditionsRefusal {
+        } catch let refusal {
             let error = try #require(refusal.reason as? SandboxError)
             #expect(error.code == .notYours)
             #expect(error.errorCode.httpStatus == .forbidden)
@@ -160,7 +160,7 @@ struct SandboxConditionTests {
         do {
             _ = try await conditioner.hold("Slow Net", on: Self.id, by: TestDaemon.alice, maximum: nil, sandbox: true, onEnd: { _ in })
             Issue.record("plumbed the namespace of a process that had exited")
-        } catch let refusal as ConditionsRefusal {
+        } catch let refusal {
             let error = try #require(refusal.reason as? SandboxError)
             #expect(error.code == .notYours)
             #expect(error.message.contains("exited"))
@@ -196,7 +196,7 @@ struct SandboxConditionTests {
                     "Slow Net", on: ConditionID(interface: "eth0", namespace: .process(pid)), by: TestDaemon.root, maximum: nil, sandbox: true, onEnd: { _ in }
                 )
                 Issue.record("plumbed the namespace of \(pid), which is in use")
-            } catch let refusal as ConditionsRefusal {
+            } catch let refusal {
                 let error = try #require(refusal.reason as? SandboxError)
                 #expect(error.code == .namespaceInUse)
                 #expect(error.errorCode.httpStatus == .conflict)
