@@ -93,7 +93,7 @@ package struct NoScenarioError: Error, CustomStringConvertible {
 }
 
 /// A scenario step that cannot be played: its profile is gone, or its lease ended.
-package struct ScenarioStepError: Error, CustomStringConvertible {
+struct ScenarioStepError: Error, CustomStringConvertible {
     var scenario: String
     var detail: String
 

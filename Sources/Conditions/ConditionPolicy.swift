@@ -9,7 +9,7 @@ import Profiles
 /// What should be in force, and who may change it: a *baseline* (set by plain `activate` and
 /// `off`) and at most one *lease* on top of it. A pure value: deciding needs no kernel, no
 /// clock beyond what it is given, no I/O.
-package struct ConditionPolicy: Sendable, Equatable {
+struct ConditionPolicy: Sendable, Equatable {
     var baseline: ProfileEntry?
     var baselineSince: Date
     var lease: Lease?

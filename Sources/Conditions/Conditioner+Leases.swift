@@ -51,7 +51,7 @@ extension Conditioner {
                 replacingForeign: replacingForeign, onEnd: onEnd
             )
         }
-        if let scenario { beginScenario(scenario, on: &condition, appliedAt: .now()) }
+        if let scenario { beginScenario(scenario, on: &condition, appliedAt: monotonicNow) }
         notifyTakeOver(displaced, on: condition, by: requester)
         let playing = scenario.map { "plays '\($0.entry.scenario.name)' " } ?? ""
         record(condition, from: previous, reason: "lease", requester: requester, detail: playing + "while its client runs" + (maximum.map { ", at most \($0)" } ?? ""))

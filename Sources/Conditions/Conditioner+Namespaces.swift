@@ -54,7 +54,7 @@ extension Conditioner {
     }
 
     /// Ends `condition` if its network namespace is gone; whether it did. The caller settles it.
-    package func endIfNamespaceVanished(_ condition: inout Condition) -> Bool {
+    func endIfNamespaceVanished(_ condition: inout Condition) -> Bool {
         guard let namespaces, let namespace = condition.id.namespace else { return false }
         do {
             if try namespaces.identity(at: namespace.path) == condition.namespaceIdentity { return false }

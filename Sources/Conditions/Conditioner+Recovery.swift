@@ -32,7 +32,9 @@ extension Conditioner {
         for index in recovering.indices {
             // A sandbox's `run` lost its lease with the previous daemon: the sandbox ends.
             let condition = recovering[index]
-            recovering[index].policy = condition.sandbox == nil ? recoveredPolicy(from: condition.stateStore?.load(), for: condition.id) : ConditionPolicy(baselineSince: now)
+            let stored = condition.sandbox == nil ? condition.stateStore?.load() : nil
+            recovering[index].policy = stored?.recoveredPolicy(for: condition.id, now: now, leaseID: nextLeaseID, logger: logger)
+                ?? ConditionPolicy(baselineSince: now)
             persist(recovering[index])
         }
         // One recovery per target, with every condition on it, default target first.
@@ -162,37 +164,4 @@ extension Conditioner {
         }
     }
 
-    /// The policy a restarted daemon starts from: the stored one, less a lease that ended
-    /// while no daemon ran (expired, or bound to a client whose connection died with it).
-    func recoveredPolicy(from state: PersistedState?, for id: ConditionID) -> ConditionPolicy {
-        guard let state, state.interface == id.interface, state.namespace == id.namespace?.description else { return ConditionPolicy(baselineSince: now) }
-        let baseline: ProfileEntry?
-        do {
-            baseline = try state.baseline?.entry()
-        } catch {
-            logger.error("startup: ignoring the stored condition on \(id.interface): \(error)")
-            return ConditionPolicy(baselineSince: now)
-        }
-        var lease: Lease?
-        let leaseEntry: ProfileEntry?
-        do {
-            leaseEntry = try state.lease?.profile.entry()
-        } catch {
-            logger.error("startup: dropping the stored lease on \(id.interface): \(error)")
-            leaseEntry = nil
-        }
-        if let stored = state.lease, let entry = leaseEntry {
-            if stored.clientBound {
-                logger.notice("startup: dropping the lease on '\(entry.profile.name)' held by \(stored.holder): its client's connection ended with the previous daemon")
-            } else if let expires = stored.expires, expires <= now {
-                logger.notice("startup: the lease on '\(entry.profile.name)' held by \(stored.holder) expired while no daemon ran")
-            } else {
-                lease = Lease(
-                    id: nextLeaseID(), entry: entry, holder: Requester(holder: stored.holder), since: stored.since,
-                    expires: stored.expires, clientBound: false
-                )
-            }
-        }
-        return ConditionPolicy(baseline: baseline, baselineSince: state.baselineSince, lease: lease)
-    }
 }

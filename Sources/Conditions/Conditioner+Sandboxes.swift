@@ -7,7 +7,7 @@ import Sandboxes
 extension Conditioner {
     /// The condition of a new sandbox in the namespace of `id`'s process, joined to the host
     /// and in the set, off; its state file names the sandbox before any of it exists.
-    package func makeSandbox(_ id: ConditionID, for requester: Requester) throws(ConditionsRefusal) -> Condition {
+    func makeSandbox(_ id: ConditionID, for requester: Requester) throws(ConditionsRefusal) -> Condition {
         let (plumbing, pid, path) = try sandboxManager.request(id)
         guard registry[id] == nil else {
             throw ConditionsRefusal(SandboxRequestError(message: "the network namespace of process \(pid) already has a condition (\(id))"))
@@ -35,7 +35,7 @@ extension Conditioner {
 
     /// A sandbox's condition ends as a whole with its lease: whatever else was set on it goes
     /// too, so that the sandbox does not outlive its `run`.
-    package func endSandboxCondition(_ condition: inout Condition) {
+    func endSandboxCondition(_ condition: inout Condition) {
         guard condition.sandbox != nil, condition.policy.effective != nil else { return }
         let previous = condition.policy.effective
         do {
@@ -48,12 +48,12 @@ extension Conditioner {
 
     /// Removes the objects on the host of `condition`'s sandbox, if it has one; whether nothing
     /// of it is left.
-    package func tearDownSandbox(of condition: Condition) -> Bool {
+    func tearDownSandbox(of condition: Condition) -> Bool {
         condition.sandbox.map { sandboxManager.tearDown($0, of: condition.id) } ?? true
     }
 
     /// IPv4 forwarding goes back off where linkcond turned it on, once no sandbox needs it.
-    package func restoreForwardingIfNoSandbox(stopping: Bool = false) {
+    func restoreForwardingIfNoSandbox(stopping: Bool = false) {
         guard stopping || !registry.all.contains(where: { $0.sandbox != nil }) else { return }
         sandboxManager.restoreForwarding()
     }

@@ -11,7 +11,7 @@ import Shaping
 // Scenarios: a condition's profile changing step by step, each change in place and recorded.
 
 /// A scenario resolved and about to start: its schedule, first step and that step's profile.
-package struct ScenarioStart {
+struct ScenarioStart {
     var entry: ScenarioEntry
     var schedule: ScenarioSchedule
     var play: ScenarioSchedule.Play
@@ -19,17 +19,12 @@ package struct ScenarioStart {
 }
 
 extension Conditioner {
-    /// The quickest a trigger is read again when the traffic is close to it, and the slowest
-    /// when it is far or nothing moves. Reading costs one netlink dump of the condition's tree.
-    static let fastestTriggerPoll = TimeAmount.milliseconds(5)
-    static let slowestTriggerPoll = TimeAmount.milliseconds(100)
-
     public func scenarios() -> ScenarioCatalog {
         scenarioCatalog
     }
 
     /// Resolves a scenario and draws its first step; nothing changes yet.
-    package func scenarioStart(named name: String) throws(ConditionsRefusal) -> ScenarioStart {
+    func scenarioStart(named name: String) throws(ConditionsRefusal) -> ScenarioStart {
         let entry = try refusing { () throws(UnknownNameError<Scenario>) in try scenarioCatalog.entry(named: name) }
         var schedule = ScenarioSchedule(entry.scenario, seed: entry.scenario.seed ?? Self.freshSeed())
         guard let play = schedule.next() else { throw ConditionsRefusal(ScenarioStepError(scenario: entry.scenario.name, detail: "it has no steps")) }
@@ -61,10 +56,10 @@ extension Conditioner {
     /// Starts playing `start` on `condition`, whose policy already has the first step in force.
     /// The schedule counts from `appliedAt`, when the kernel had the first step: writing the
     /// history after it must not lengthen the step.
-    package func beginScenario(_ start: ScenarioStart, on condition: inout Condition, appliedAt: NIODeadline) {
+    func beginScenario(_ start: ScenarioStart, on condition: inout Condition, appliedAt: NIODeadline) {
         let drives: ScenarioRun.Drives = condition.policy.lease.map { .lease($0.id) } ?? .baseline
         condition.scenario = ScenarioRun(
-            entry: start.entry, schedule: start.schedule, play: start.play, drives: drives, stepSince: Date(),
+            entry: start.entry, schedule: start.schedule, play: start.play, drives: drives, stepSince: now,
             plannedStart: appliedAt, timeline: Timeline(generation: nextGeneration())
         )
         logger.notice("scenario '\(start.entry.scenario.name)' plays on \(condition.id) (seed \(start.schedule.seed))")
@@ -122,8 +117,8 @@ extension Conditioner {
             endScenario(&condition)
             throw error
         }
-        run.begin(play, at: Date())
-        run.plannedStart = onSchedule ? (plannedEnd ?? .now()) : .now()
+        run.begin(play, at: now)
+        run.plannedStart = onSchedule ? (plannedEnd ?? monotonicNow) : monotonicNow
         run.triggerBase = nil
         run.triggerProgress = 0
         run.lastPoll = nil
@@ -145,8 +140,8 @@ extension Conditioner {
         }
         if let trigger = run.step.trigger {
             run.triggerBase = triggerCount(trigger, on: condition)
-            run.lastPoll = (.now(), 0)
-            run.timeline.keep(schedulePoll(ticket, in: Self.fastestTriggerPoll * 4), as: .poll)
+            run.lastPoll = (monotonicNow, 0)
+            run.timeline.keep(schedulePoll(ticket, in: ScenarioRun.fastestTriggerPoll * 4), as: .poll)
         }
         condition.scenario = run
     }
@@ -183,34 +178,24 @@ extension Conditioner {
         var condition = current
         defer { settle(condition) }
         var updated = run
-        let now = NIODeadline.now()
+        let now = monotonicNow
         guard let count = triggerCount(trigger, on: condition) else {
-            updated.timeline.keep(schedulePoll(ticket, in: Self.slowestTriggerPoll), as: .poll)
+            updated.timeline.keep(schedulePoll(ticket, in: ScenarioRun.slowestTriggerPoll), as: .poll)
             condition.scenario = updated
             return
         }
-        // Objects made anew (the tree was rebuilt) count from zero again.
-        let base = min(run.triggerBase ?? count, count)
-        updated.triggerBase = base
-        updated.triggerProgress = count - base
-        if updated.triggerProgress >= trigger.threshold {
+        switch updated.read(count, of: trigger, at: now) {
+        case .reached:
             condition.scenario = updated
             try? advance(&condition, cause: "after \(trigger) (\(updated.triggerProgress) \(trigger.unit.rawValue) carried)", requester: nil)
-            return
+        case .readAgain(let delay):
+            updated.timeline.keep(schedulePoll(ticket, in: delay), as: .poll)
+            condition.scenario = updated
         }
-        var delay = Self.slowestTriggerPoll
-        if let last = run.lastPoll, now > last.at, updated.triggerProgress > last.progress {
-            let perNanosecond = Double(updated.triggerProgress - last.progress) / Double((now - last.at).nanoseconds)
-            let untilThreshold = Double(trigger.threshold - updated.triggerProgress) / perNanosecond
-            delay = .nanoseconds(Int64(min(max(untilThreshold / 2, Double(Self.fastestTriggerPoll.nanoseconds)), Double(Self.slowestTriggerPoll.nanoseconds))))
-        }
-        updated.lastPoll = (now, updated.triggerProgress)
-        updated.timeline.keep(schedulePoll(ticket, in: delay), as: .poll)
-        condition.scenario = updated
     }
 
     /// Stops the condition's scenario, if one plays; what is in force stays.
-    package func endScenario(_ condition: inout Condition) {
+    func endScenario(_ condition: inout Condition) {
         guard let run = condition.scenario else { return }
         run.timeline.cancel()
         condition.scenario = nil
@@ -219,31 +204,4 @@ extension Conditioner {
         }
     }
 
-    package func scenarioProgress(_ condition: Condition) -> ScenarioProgress? {
-        guard let run = condition.scenario else { return nil }
-        let now = Date()
-        let toTheMillisecond = { (seconds: Double) in (seconds * 1000).rounded() / 1000 }
-        var progress = ScenarioProgress(
-            name: run.scenario.name, file: run.entry.file, seed: run.schedule.seed, step: run.play.index + 1,
-            steps: run.scenario.steps.count, stepName: run.step.displayName, round: run.play.round,
-            stepSince: run.stepSince, secondsInStep: toTheMillisecond(run.secondsInStep(now: now)),
-            endsBy: run.endsBy, finished: run.finished,
-            timeInSteps: run.timeInSteps(now: now).map {
-                ScenarioProgress.StepTime(step: $0.index + 1, name: run.scenario.steps[$0.index].displayName, seconds: toTheMillisecond($0.seconds))
-            }
-        )
-        if !run.finished, let end = run.plannedEnd {
-            progress.secondsLeft = max(0, Double((end - .now()).nanoseconds) / 1e9)
-        }
-        if !run.finished, let trigger = run.step.trigger {
-            progress.trigger = ScenarioProgress.TriggerProgress(
-                direction: trigger.direction.rawValue, unit: trigger.unit.rawValue, threshold: trigger.threshold, progress: run.triggerProgress
-            )
-        }
-        if !run.finished, run.schedule.hasNext {
-            var peek = run.schedule
-            progress.next = peek.next().map { run.scenario.steps[$0.index].displayName }
-        }
-        return progress
-    }
 }

@@ -61,7 +61,7 @@ extension Conditioner {
             },
             kernel: verbose ? condition.convergence.kernelObjects() : nil,
             sandbox: condition.sandbox, sandboxWarnings: condition.sandboxWarnings,
-            scenario: scenarioProgress(condition), trace: traceProgress(condition)
+            scenario: condition.scenario?.progress(now: now, at: monotonicNow), trace: condition.trace?.progress(at: monotonicNow)
         )
     }
 
@@ -92,7 +92,7 @@ extension Conditioner {
         if let detail { line += "; \(detail)" }
         logger.notice("\(line)")
         history.record(HistoryRecord(
-            time: Date().formatted(.iso8601), condition: condition.id.description, from: from, to: to, reason: reason,
+            time: now.formatted(.iso8601), condition: condition.id.description, from: from, to: to, reason: reason,
             requester: requester?.asker, detail: detail
         ))
     }

@@ -12,7 +12,7 @@ extension Conditioner {
     package func pacedProfile(_ profile: Profile?, on condition: Condition) -> Profile? {
         guard let profile, profile.isTraceDriven else { return profile }
         if let playing = condition.trace, playing.profile == profile {
-            return profile.paced(at: playing.elapsedMilliseconds(at: .now())).profile
+            return profile.paced(at: playing.elapsedMilliseconds(at: monotonicNow)).profile
         }
         return profile.paced(at: 0).profile
     }
@@ -20,17 +20,17 @@ extension Conditioner {
     /// Plays the condition's effective profile's traces, or stops playing when it has none. The
     /// same profile playing goes on untouched; another starts from now, which should be right
     /// after the kernel got its first window, so that the window lasts as long as the trace says.
-    package func followTraces(_ condition: inout Condition) {
+    func followTraces(_ condition: inout Condition) {
         let profile = condition.policy.effective?.profile
         if let playing = condition.trace, playing.profile == profile { return }
         stopTraces(&condition)
         guard let profile, profile.isTraceDriven else { return }
-        condition.trace = TracePlayback(profile: profile, started: .now(), timeline: Timeline(generation: nextGeneration()))
+        condition.trace = TracePlayback(profile: profile, started: monotonicNow, timeline: Timeline(generation: nextGeneration()))
         scheduleTraceChange(&condition, after: profile.paced(at: 0).changesAtMilliseconds)
     }
 
     /// Stops the condition's trace playback, if any; the rate in force stays.
-    package func stopTraces(_ condition: inout Condition) {
+    func stopTraces(_ condition: inout Condition) {
         condition.trace?.timeline.cancel()
         condition.trace = nil
     }
@@ -54,13 +54,13 @@ extension Conditioner {
         }
         defer { settle(condition) }
         // A timer fired early, by the lead, still changes to the window it was set for.
-        let elapsed = max(playback.elapsedMilliseconds(at: .now()), due)
+        let elapsed = max(playback.elapsedMilliseconds(at: monotonicNow), due)
         let (paced, changesAt) = playback.profile.paced(at: elapsed)
         do {
             try condition.converge(to: paced, replacingForeign: false)
             condition.trace?.appliedMilliseconds = elapsed
             if !endsOutage {
-                condition.trace?.learnLead(changedAt: .now(), due: due)
+                condition.trace?.learnLead(changedAt: monotonicNow, due: due)
             }
             if playback.failing {
                 condition.trace?.failing = false
@@ -74,14 +74,5 @@ extension Conditioner {
             }
         }
         scheduleTraceChange(&condition, after: changesAt)
-    }
-
-    package func traceProgress(_ condition: Condition) -> TraceProgress? {
-        guard let playback = condition.trace else { return nil }
-        let elapsed = playback.elapsedMilliseconds(at: .now())
-        return TraceProgress(
-            elapsedMilliseconds: elapsed, monotonicStartMilliseconds: Double(playback.started.uptimeNanoseconds / 1_000) / 1_000,
-            downlink: playback.profile.downlink.trace?.pace(at: elapsed), uplink: playback.profile.uplink.trace?.pace(at: elapsed)
-        )
     }
 }

@@ -94,6 +94,9 @@ public actor Conditioner {
     /// The time of day, as the leases' clock has it.
     var now: Date { clock.now() }
 
+    /// The time timers are set by, as the event loop counts it (a test's loop keeps its own).
+    var monotonicNow: NIODeadline { eventLoop.now }
+
     // MARK: Changing
 
     /// Puts a condition's interface into the named profile's condition, for good or, with
@@ -123,12 +126,12 @@ public actor Conditioner {
             let lease = condition.policy.makeLease(id: nextLeaseID(), entry, holder: requester, duration: duration, clientBound: false, now: now)
             let wanted = condition.policy.wanting(baseline: condition.policy.baseline, lease: lease, now: now)
             displaced = try refusing { () throws(ShapingError) in try converge(&condition, to: wanted, replacingForeign: replacingForeign) }
-            applied = .now()
+            applied = monotonicNow
             record(condition, from: previous, reason: "lease", requester: requester, detail: (playing.map { "plays \($0) " } ?? "") + "for \(duration)")
         } else {
             let wanted = condition.policy.wanting(baseline: entry, lease: nil, now: now)
             displaced = try refusing { () throws(ShapingError) in try converge(&condition, to: wanted, replacingForeign: replacingForeign) }
-            applied = .now()
+            applied = monotonicNow
             record(condition, from: previous, reason: scenario == nil ? "activate" : "play", requester: requester, detail: playing)
         }
         if let scenario { beginScenario(scenario, on: &condition, appliedAt: applied) }
@@ -222,7 +225,7 @@ public actor Conditioner {
 
     /// A condition not (yet) held, off, on an interface that exists, in a namespace that does:
     /// `identity`, when the caller has read it already, else the one its path names now.
-    package func absentCondition(
+    func absentCondition(
         _ id: ConditionID, identity known: NamespaceIdentity? = nil, checkingInterface: Bool = true, hostAddresses: [[UInt8]] = []
     ) throws(ConditionsRefusal) -> Condition {
         var identity: NamespaceIdentity?
@@ -278,7 +281,7 @@ public actor Conditioner {
     /// the default one ends with its last profile and lease: it leaves the set, and its state
     /// file goes (after its kernel objects, so a crash in between still leaves the file that
     /// tells the next daemon to remove them).
-    package func settle(_ condition: Condition) {
+    func settle(_ condition: Condition) {
         guard condition.isIdle else { return registry.update(condition) }
         guard registry.remove(condition) else { return registry.update(condition) }
         // A sandbox that could not be removed keeps its state file: the next daemon tries again.
@@ -304,7 +307,7 @@ public actor Conditioner {
         }
     }
 
-    package func checkRunning() throws(ConditionsRefusal) {
+    func checkRunning() throws(ConditionsRefusal) {
         if stopping { throw ConditionsRefusal(DaemonStoppingError()) }
     }
 
@@ -393,25 +396,9 @@ public actor Conditioner {
         return ended
     }
 
-    package func persist(_ condition: Condition) {
+    func persist(_ condition: Condition) {
         guard let stateStore = condition.stateStore else { return }
-        let policy = condition.policy
-        let state = PersistedState(
-            interface: condition.id.interface,
-            namespace: condition.id.namespace?.description,
-            namespaceIdentity: condition.namespaceIdentity,
-            baseline: policy.baseline.map(PersistedState.StoredProfile.init),
-            baselineSince: policy.baselineSince,
-            lease: policy.lease.map {
-                PersistedState.StoredLease(
-                    profile: PersistedState.StoredProfile($0.entry), holder: $0.holder.holder,
-                    since: $0.since, expires: $0.expires, clientBound: $0.clientBound
-                )
-            },
-            slot: condition.slotNumber,
-            sandbox: condition.sandbox?.index,
-            hostAddresses: condition.hostAddresses?.map(formatIPAddress)
-        )
+        let state = PersistedState(condition)
         do {
             try stateStore.save(state)
         } catch {

@@ -8,7 +8,7 @@ import Profiles
 
 /// A condition on top of the baseline that ends by itself: at `expires`, or, when
 /// `clientBound`, as soon as the connection of the client that asked for it closes.
-package struct Lease: Sendable, Equatable {
+struct Lease: Sendable, Equatable {
     var id: UInt64
     var entry: ProfileEntry
     var holder: Requester

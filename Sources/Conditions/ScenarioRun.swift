@@ -10,7 +10,7 @@ import Profiles
 ///
 /// It drives either the condition's baseline (`linkcond play`) or one lease
 /// (`play --for`, `run --scenario`); any other change to the condition ends it.
-package struct ScenarioRun {
+struct ScenarioRun {
     enum Drives: Equatable {
         case baseline
         case lease(UInt64)
@@ -62,6 +62,37 @@ package struct ScenarioRun {
         secondsInEarlierSteps[play.index, default: 0] += secondsInStep(now: now)
         play = next
         stepSince = now
+    }
+
+    /// The quickest a trigger is read again when the traffic is close to it, and the slowest
+    /// when it is far or nothing moves. Reading costs one netlink dump of the condition's tree.
+    static let fastestTriggerPoll = TimeAmount.milliseconds(5)
+    static let slowestTriggerPoll = TimeAmount.milliseconds(100)
+
+    enum TriggerReading: Equatable {
+        case reached
+        /// Not yet: read again after this long, sooner the closer the traffic is to the threshold.
+        case readAgain(after: TimeAmount)
+    }
+
+    /// Takes `count`, the trigger's counter read at `now`, as the step's progress.
+    mutating func read(_ count: UInt64, of trigger: StepTrigger, at now: NIODeadline) -> TriggerReading {
+        // Objects made anew (the tree was rebuilt) count from zero again.
+        let base = min(triggerBase ?? count, count)
+        triggerBase = base
+        let last = lastPoll
+        triggerProgress = count - base
+        lastPoll = (now, triggerProgress)
+        if triggerProgress >= trigger.threshold { return .reached }
+        var delay = Self.slowestTriggerPoll
+        if let last, now > last.at, triggerProgress > last.progress {
+            let perNanosecond = Double(triggerProgress - last.progress) / Double((now - last.at).nanoseconds)
+            let untilThreshold = Double(trigger.threshold - triggerProgress) / perNanosecond
+            delay = .nanoseconds(Int64(min(
+                max(untilThreshold / 2, Double(Self.fastestTriggerPoll.nanoseconds)), Double(Self.slowestTriggerPoll.nanoseconds)
+            )))
+        }
+        return .readAgain(after: delay)
     }
 
     /// What ends the current step, in words.

@@ -19,7 +19,7 @@ package struct PersistedState: Codable, Equatable {
     /// would have read the direction as unlimited.
     static let traceVersion = 3
 
-    package struct StoredDirection: Codable, Equatable {
+    struct StoredDirection: Codable, Equatable {
         var bandwidthBitsPerSecond: UInt64?
         var delayMicroseconds: UInt64
         var jitterMicroseconds: UInt64
@@ -33,7 +33,7 @@ package struct PersistedState: Codable, Equatable {
     }
 
     /// `Impairments` in base units: percentages × 10¹⁰, bytes, packets, milliseconds.
-    package struct StoredImpairments: Codable, Equatable {
+    struct StoredImpairments: Codable, Equatable {
         var jitterDistribution: String
         var jitterCorrelation: UInt64
         var keepsOrder: Bool

@@ -9,10 +9,10 @@ import NIOCore
 /// cancelled; the generation is what makes it a no-op then. Generations come from one counter
 /// per conditioner (`Conditioner.nextGeneration()`), so that a player that replaces another on
 /// the same condition never takes a generation the old one's timers still carry.
-package struct Timeline {
+struct Timeline {
     /// What a timer is for: the next change (a step's end, a trace's next window), or a
     /// reading of a trigger's counter between changes.
-    package enum Role: Hashable {
+    enum Role: Hashable {
         case nextChange
         case poll
     }
@@ -54,7 +54,7 @@ package struct Timeline {
 }
 
 /// Names the timeline a timer was set on: which condition, which generation of its player.
-package struct TimelineTicket: Sendable, Equatable {
+struct TimelineTicket: Sendable, Equatable {
     var condition: ConditionID
     var generation: UInt64
 }

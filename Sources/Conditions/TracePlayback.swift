@@ -7,7 +7,7 @@ import Profiles
 ///
 /// The rate is reckoned from `started` every time, never from the last change, so that a timer
 /// that fires late delays one change without shifting the ones after it.
-package struct TracePlayback {
+struct TracePlayback {
     /// The profile as its file has it (traces, no rates): what plays.
     let profile: Profile
     let started: NIODeadline
@@ -35,6 +35,15 @@ package struct TracePlayback {
     /// Milliseconds into the traces at `now`, or where the kernel already is when that is later.
     func elapsedMilliseconds(at now: NIODeadline) -> Int {
         max(Int(max((now - started).nanoseconds, 0) / 1_000_000), appliedMilliseconds)
+    }
+
+    /// Where the traces are at `now`, for status.
+    func progress(at now: NIODeadline) -> TraceProgress {
+        let elapsed = elapsedMilliseconds(at: now)
+        return TraceProgress(
+            elapsedMilliseconds: elapsed, monotonicStartMilliseconds: Double(started.uptimeNanoseconds / 1_000) / 1_000,
+            downlink: profile.downlink.trace?.pace(at: elapsed), uplink: profile.uplink.trace?.pace(at: elapsed)
+        )
     }
 
     /// When a window boundary is due.

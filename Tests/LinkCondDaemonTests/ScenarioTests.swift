@@ -37,31 +37,30 @@ struct ScenarioTests {
         kernel.counters = [ShapingTarget(interface: "eth0").ifb: [ReservedHandles.bulkLeaf: statistics]]
     }
 
-    static func waitFor(_ seconds: Double, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        return try await condition()
-    }
-
-    @Test("A timed scenario plays its steps in order, in place, and its last profile stays")
+    @Test("A timed scenario plays its steps in order, in place, each for its time, and its last profile stays")
     func timedSteps() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
-        let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.timed))
+        let time = ManualTime()
+        let conditioner = TestDaemon.conditioner(kernel: kernel, eventLoop: time.loop, scenarios: Self.catalog(Self.timed), clock: time.clock)
         let first = try await conditioner.activate(.scenario("timed"), by: TestDaemon.root)
         #expect(first.profile?.name == "Slow Net")
         #expect(first.scenario?.step == 1)
         #expect(first.scenario?.next == "Nasty Net")
         #expect(first.scenario?.endsBy == "after 300ms")
         #expect(try TestDaemon.conditionInKernel(kernel) == "Slow Net")
-        // Steps are short: under a loaded test run, one may pass between two looks; the
-        // history has each.
-        #expect(try await Self.waitFor(5) { await conditioner.status().scenario?.finished == true })
+        await time.advance(by: .milliseconds(299))
+        #expect(await conditioner.status().scenario?.step == 1, "a step lasts its time")
+        await time.advance(by: .milliseconds(1))
+        #expect(await eventually { await conditioner.status().scenario?.step == 2 })
+        #expect(try TestDaemon.conditionInKernel(kernel) == "Nasty Net")
+        await time.advance(by: .milliseconds(300))
+        #expect(await eventually { await conditioner.status().scenario?.step == 3 })
+        await time.advance(by: .milliseconds(300))
+        #expect(await eventually { await conditioner.status().scenario?.finished == true })
         let last = await conditioner.status()
         #expect(last.profile?.name == "100% Loss")
         #expect(last.scenario?.endsBy == "nothing: the scenario is over")
+        #expect(last.scenario?.timeInSteps.map(\.seconds) == [0.3, 0.3, 0.3])
         #expect(try TestDaemon.conditionInKernel(kernel) == "100% Loss")
         // One tree, changed in place at each step.
         #expect(kernel.executed.filter { if case .createIFB = $0 { return true }; return false }.count == 1)
@@ -73,14 +72,17 @@ struct ScenarioTests {
     @Test("A byte trigger ends its step once the direction carried that much, not before")
     func byteTrigger() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
-        let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.triggered))
+        let time = ManualTime()
+        let conditioner = TestDaemon.conditioner(kernel: kernel, eventLoop: time.loop, scenarios: Self.catalog(Self.triggered), clock: time.clock)
         Self.download(5_000, on: kernel)
         _ = try await conditioner.activate(.scenario("Triggered"), by: TestDaemon.root)
         Self.download(20_000, on: kernel)
-        #expect(try await Self.waitFor(5) { await conditioner.status().scenario?.trigger?.progress == 15_000 })
+        await time.advance(by: .milliseconds(100))
+        #expect(await eventually { await conditioner.status().scenario?.trigger?.progress == 15_000 })
         #expect(await conditioner.status().scenario?.step == 1)
         Self.download(25_000, on: kernel)
-        #expect(try await Self.waitFor(2) { await conditioner.status().scenario?.step == 2 })
+        await time.advance(by: .milliseconds(100))
+        #expect(await eventually { await conditioner.status().scenario?.step == 2 })
         #expect(await conditioner.status().profile?.name == "100% Loss")
         #expect(await conditioner.history(limit: 1).first?.detail?.contains("after 20 KB of download (20000 bytes carried)") == true)
     }
@@ -103,19 +105,20 @@ struct ScenarioTests {
     @Test("Each step's time in force: the ones before, and the current one so far")
     func timeInSteps() async throws {
         let kernel = FakeKernel(interfaces: ["eth0"])
-        let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.manual))
+        let time = ManualTime()
+        let conditioner = TestDaemon.conditioner(kernel: kernel, scenarios: Self.catalog(Self.manual), clock: time.clock)
         let first = try await conditioner.activate(.scenario("manual"), by: TestDaemon.root)
         #expect(first.scenario?.timeInSteps.map(\.step) == [1])
-        try await Task.sleep(for: .milliseconds(300))
+        time.advanceClock(by: .milliseconds(300))
         let second = try await conditioner.next(by: TestDaemon.root)
-        try await Task.sleep(for: .milliseconds(100))
+        time.advanceClock(by: .milliseconds(100))
         let times = try #require(await conditioner.status().scenario?.timeInSteps)
         #expect(times.map(\.step) == [1, 2])
         #expect(times.map(\.name) == ["Slow Net", "Inline"])
-        #expect(times[0].seconds >= 0.3 && times[0].seconds < 5)
+        #expect(times[0].seconds == 0.3)
         // The first step's time stays as it was when the second began; the second's grows.
         #expect(second.scenario?.timeInSteps.first?.seconds == times[0].seconds)
-        #expect(times[1].seconds >= 0.1 && times[1].seconds < 5)
+        #expect(times[1].seconds == 0.1)
     }
 
     @Test("A scenario in a client-bound lease changes the lease's profile and ends with it")
