@@ -46,7 +46,8 @@ extension Conditioner {
     public func endConditionsInVanishedNamespaces() -> [ConditionID] {
         guard namespaces != nil else { return [] }
         var ended: [ConditionID] = []
-        for var condition in orderedConditions where endIfNamespaceVanished(&condition) {
+        for var condition in orderedConditions {
+            guard endIfNamespaceVanished(&condition) else { continue }
             settle(condition)
             ended.append(condition.id)
         }

@@ -17,7 +17,7 @@ struct Timeline {
         case poll
     }
 
-    package private(set) var generation: UInt64
+    private(set) var generation: UInt64
     private var timers: [Role: Scheduled<Void>] = [:]
 
     init(generation: UInt64) {
@@ -33,8 +33,10 @@ struct Timeline {
         ticket.generation == generation
     }
 
-    /// Keeps `timer` as the one for `role`, in place of the one before (which has fired).
+    /// Keeps `timer` as the one for `role`, in place of the one before (cancelled, should it
+    /// not have fired).
     mutating func keep(_ timer: Scheduled<Void>, as role: Role) {
+        timers[role]?.cancel()
         timers[role] = timer
     }
 
