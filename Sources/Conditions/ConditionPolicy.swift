@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import LinkCondVocabulary
+import Logging
 import Profiles
 
 /// What should be in force, and who may change it: a *baseline* (set by plain `activate` and
@@ -54,5 +55,25 @@ struct ConditionPolicy: Sendable, Equatable {
             next.baselineSince = now
         }
         return next
+    }
+}
+
+extension ConditionPolicy {
+    /// This policy with its profiles as `fresh` has them now: a profile whose file no longer
+    /// loads keeps its values (and is logged), an ad-hoc one is left alone.
+    func refreshed(from fresh: ProfileCatalog, now: Date, logger: Logger) -> ConditionPolicy {
+        func refreshed(_ entry: ProfileEntry) -> ProfileEntry {
+            guard !entry.isAdHoc else { return entry }
+            guard let update = fresh.entries.first(where: { $0.file == entry.file }) else {
+                logger.warning("reload: \(entry.file) no longer loads; '\(entry.profile.name)' keeps its values")
+                return entry
+            }
+            return update
+        }
+        var wanted = wanting(baseline: baseline.map(refreshed), lease: lease, now: now)
+        if let lease {
+            wanted.lease?.entry = refreshed(lease.entry)
+        }
+        return wanted
     }
 }

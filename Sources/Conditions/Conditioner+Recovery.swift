@@ -38,15 +38,7 @@ extension Conditioner {
             persist(recovering[index])
         }
         // One recovery per target, with every condition on it, default target first.
-        var byTarget: [(KernelConvergence, [Condition])] = []
-        for condition in recovering {
-            if let index = byTarget.firstIndex(where: { $0.0 === condition.convergence }) {
-                byTarget[index].1.append(condition)
-            } else {
-                byTarget.append((condition.convergence, [condition]))
-            }
-        }
-        for (convergence, var group) in byTarget {
+        for (convergence, var group) in recovering.groupedByTree() {
             do {
                 try recover(convergence, with: &group)
             } catch {
@@ -104,20 +96,22 @@ extension Conditioner {
         let store = stateDirectory.map { StateStore(directory: $0, condition: id) }
         let state = store?.load()
         let hostAddresses = state?.hostAddresses?.compactMap(parseIPAddress) ?? []
-        guard let namespace = id.namespace else { return makeCondition(id, identity: nil, slot: state?.slot, hostAddresses: hostAddresses) }
+        guard let namespace = id.namespace else {
+            return factory.make(id, identity: nil, slot: state?.slot, hostAddresses: hostAddresses, beside: registry, now: now)
+        }
         let stored = state?.namespaceIdentity
-        let now = try? namespaces?.identity(at: namespace.path)
+        let current = try? namespaces.identity(of: namespace)
         let sandbox = state?.sandbox.flatMap { $0 <= SandboxAddressing.maximumIndex ? SandboxAddressing(index: $0) : nil }
-        guard let stored, let now, stored == now else {
-            let condition = makeCondition(id, identity: stored)
-            let detail = endOfNamespace(condition, gone: "\(namespace.path) ended while no daemon ran")
+        guard let stored, let current, stored == current else {
+            let condition = factory.make(id, identity: stored, beside: registry, now: now)
+            let detail = namespaces.endOfNamespace(condition, gone: "\(namespace.path) ended while no daemon ran")
             logger.notice("startup: the network namespace of \(id) is gone; its condition ended with it (\(detail))")
             record(condition, from: nil, to: "off", reason: "namespace-ended", requester: nil, detail: detail)
             if let sandbox, !sandboxManager.tearDown(sandbox, of: id) { return nil }
             store?.remove()
             return nil
         }
-        var condition = makeCondition(id, identity: now, slot: state?.slot, hostAddresses: hostAddresses)
+        var condition = factory.make(id, identity: current, slot: state?.slot, hostAddresses: hostAddresses, beside: registry, now: now)
         condition.sandbox = sandbox
         return condition
     }
@@ -125,14 +119,8 @@ extension Conditioner {
     /// Brings one target's tree to what its conditions' recovered policies want, and records
     /// for each how.
     func recover(_ convergence: KernelConvergence, with group: inout [Condition]) throws(ShapingError) {
-        // Traces start again from their beginning.
-        let whole = group.first { $0.slot == .whole }?.policy.effective?.profile.paced(at: 0).profile
-        let matches = group.compactMap { condition -> MatchedCondition? in
-            guard case .match(let number, let match) = condition.slot, let profile = condition.policy.effective?.profile else { return nil }
-            return MatchedCondition(slot: number, match: match, profile: profile.paced(at: 0).profile)
-        }
         let interface = convergence.target.interface
-        let outcome = try convergence.recover(whole: whole, matches: matches)
+        let outcome = try convergence.recover(group)
         for index in group.indices {
             followTraces(&group[index])
         }
@@ -143,24 +131,11 @@ extension Conditioner {
         }
         for index in group.indices {
             let condition = group[index]
-            let wanted = condition.policy.effective
-            switch outcome {
-            case .nothingToDo:
-                break
-            case .removedLeftovers:
-                guard condition.slot == .whole else { break }
-                logger.notice("startup: removed the linkcond tree an earlier daemon left on \(interface); nothing was to stay in force")
-                record(condition, from: nil, to: "off", reason: "startup", requester: nil, detail: "removed a tree left by an earlier daemon")
-            case .readopted, .rebuilt:
-                guard wanted != nil else { break }
-                var how = "re-adopted the tree an earlier daemon left"
-                if case .rebuilt(let deviations) = outcome {
-                    how = deviations.isEmpty ? "built it" : "rebuilt it: the tree left was incomplete"
-                }
-                logger.notice("startup: '\(wanted?.profile.name ?? "")' stays in force on \(condition.id): \(how)")
-                record(condition, from: nil, to: wanted?.profile.name ?? "off", reason: "startup", requester: nil, detail: how)
-                scheduleExpiry(&group[index])
-            }
+            guard let how = outcome.startupDetail(wholeInterface: condition.slot == .whole, wanted: condition.policy.effective != nil) else { continue }
+            let to = condition.policy.effective?.profile.name ?? "off"
+            logger.notice("startup: \(condition.id) on \(interface) is \(to == "off" ? "off" : "'\(to)'"): \(how)")
+            record(condition, from: nil, to: to, reason: "startup", requester: nil, detail: how)
+            scheduleExpiry(&group[index])
         }
     }
 

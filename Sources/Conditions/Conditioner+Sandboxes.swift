@@ -15,10 +15,10 @@ extension Conditioner {
         guard !registry.isFull else { throw ConditionsRefusal(TooManyConditionsError(limit: ConditionRegistry.maximumCount)) }
         let process = try refusing { () throws(SandboxError) in try sandboxManager.pin(pid, for: requester, with: plumbing) }
         // Fresh first: the daemon's own namespace, say, is in use before it is another id's alias.
-        let identity = try self.identity(of: .process(pid))
+        let identity = try namespaces.identity(of: .process(pid))
         try sandboxManager.checkFresh(process, namespaceAt: path, identity: identity, with: plumbing)
         // The namespace read while the process was pinned, not read again.
-        var condition = try absentCondition(id, identity: identity, checkingInterface: false)
+        var condition = try factory.makeAbsent(id, identity: identity, checkingInterface: false, beside: registry, now: now)
         let taken = Set(registry.all.compactMap { $0.sandbox?.index })
         let sandbox = try refusing { () throws(SandboxError) in try sandboxManager.freeAddressing(taken: taken) }
         condition.sandbox = sandbox

@@ -10,47 +10,9 @@ import Shaping
 
 // Scenarios: a condition's profile changing step by step, each change in place and recorded.
 
-/// A scenario resolved and about to start: its schedule, first step and that step's profile.
-struct ScenarioStart {
-    var entry: ScenarioEntry
-    var schedule: ScenarioSchedule
-    var play: ScenarioSchedule.Play
-    var profile: ProfileEntry
-}
-
 extension Conditioner {
     public func scenarios() -> ScenarioCatalog {
         scenarioCatalog
-    }
-
-    /// Resolves a scenario and draws its first step; nothing changes yet.
-    func scenarioStart(named name: String) throws(ConditionsRefusal) -> ScenarioStart {
-        let entry = try refusing { () throws(UnknownNameError<Scenario>) in try scenarioCatalog.entry(named: name) }
-        var schedule = ScenarioSchedule(entry.scenario, seed: entry.scenario.seed ?? Self.freshSeed())
-        guard let play = schedule.next() else { throw ConditionsRefusal(ScenarioStepError(scenario: entry.scenario.name, detail: "it has no steps")) }
-        let profile = try refusing { () throws(ScenarioStepError) in try stepProfile(play, of: entry) }
-        return ScenarioStart(entry: entry, schedule: schedule, play: play, profile: profile)
-    }
-
-    /// A seed that survives JSON (at most 2^53), so that status shows it exactly.
-    private static func freshSeed() -> UInt64 {
-        UInt64.random(in: 0...(1 << 53))
-    }
-
-    /// The profile a step plays: one of the daemon's by name, as the catalog has it now, or
-    /// the step's own values (marked ad hoc, so reload leaves them alone).
-    private func stepProfile(_ play: ScenarioSchedule.Play, of entry: ScenarioEntry) throws(ScenarioStepError) -> ProfileEntry {
-        let step = entry.scenario.steps[play.index]
-        switch step.profile {
-        case .named(let name):
-            do {
-                return try catalog.entry(named: name)
-            } catch {
-                throw ScenarioStepError(scenario: entry.scenario.name, detail: "\(entry.file):\(step.line): step \(play.index + 1): \(error)")
-            }
-        case .inline(let profile):
-            return ProfileEntry(profile: profile, file: entry.file, stem: "")
-        }
     }
 
     /// Starts playing `start` on `condition`, whose policy already has the first step in force.
@@ -102,14 +64,8 @@ extension Conditioner {
         }
         let previous = condition.policy.effective
         do throws(ConditionsRefusal) {
-            let profile = try refusing { () throws(ScenarioStepError) in try stepProfile(play, of: run.entry) }
-            var wanted = condition.policy
-            switch run.drives {
-            case .baseline:
-                wanted = wanted.wanting(baseline: profile, lease: wanted.lease, now: now)
-            case .lease(let id):
-                guard wanted.lease?.id == id else { throw ConditionsRefusal(ScenarioStepError(scenario: run.scenario.name, detail: "its lease ended")) }
-                wanted.lease?.entry = profile
+            let wanted = try refusing { () throws(ScenarioStepError) in
+                try run.drives.policy(condition.policy, playing: try run.entry.profile(of: play, in: catalog), scenario: run.scenario.name, now: now)
             }
             try refusing { () throws(ShapingError) in try converge(&condition, to: wanted, replacingForeign: false, keepingScenario: true) }
         } catch {
@@ -117,11 +73,7 @@ extension Conditioner {
             endScenario(&condition)
             throw error
         }
-        run.begin(play, at: now)
-        run.plannedStart = onSchedule ? (plannedEnd ?? monotonicNow) : monotonicNow
-        run.triggerBase = nil
-        run.triggerProgress = 0
-        run.lastPoll = nil
+        run.begin(play, at: now, plannedStart: onSchedule ? (plannedEnd ?? monotonicNow) : monotonicNow)
         condition.scenario = run
         let round = run.scenario.loops || run.scenario.repeatCount > 1 ? ", round \(play.round)" : ""
         record(
@@ -139,7 +91,7 @@ extension Conditioner {
             run.timeline.keep(schedule(at: end, ticket) { conditioner, ticket in conditioner.stepTimeUp(ticket) }, as: .nextChange)
         }
         if let trigger = run.step.trigger {
-            run.triggerBase = triggerCount(trigger, on: condition)
+            run.triggerBase = condition.count(of: trigger)
             run.lastPoll = (monotonicNow, 0)
             run.timeline.keep(schedulePoll(ticket, in: ScenarioRun.fastestTriggerPoll * 4), as: .poll)
         }
@@ -148,13 +100,6 @@ extension Conditioner {
 
     private func schedulePoll(_ ticket: TimelineTicket, in delay: TimeAmount) -> Scheduled<Void> {
         schedule(in: delay, ticket) { conditioner, ticket in conditioner.pollTrigger(ticket) }
-    }
-
-    /// The trigger's counter on the condition now: bytes or packets its direction carried.
-    private func triggerCount(_ trigger: StepTrigger, on condition: Condition) -> UInt64? {
-        guard let counters = condition.convergence.counters(of: [condition.slot])[condition.slot] else { return nil }
-        let direction = trigger.direction == .download ? counters.downlink : counters.uplink
-        return trigger.unit == .bytes ? direction.bytes : direction.packets
     }
 
     private func currentRun(_ ticket: TimelineTicket) -> (Condition, ScenarioRun)? {
@@ -179,7 +124,7 @@ extension Conditioner {
         defer { settle(condition) }
         var updated = run
         let now = monotonicNow
-        guard let count = triggerCount(trigger, on: condition) else {
+        guard let count = condition.count(of: trigger) else {
             updated.timeline.keep(schedulePoll(ticket, in: ScenarioRun.slowestTriggerPoll), as: .poll)
             condition.scenario = updated
             return

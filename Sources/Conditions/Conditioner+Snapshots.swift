@@ -24,20 +24,20 @@ extension Conditioner {
         if let id, let namespace = id.namespace, id.interface.isEmpty, try !shapes(in: namespace) {
             // Which interface `pid/PID/` means takes entering the namespace to read its routes,
             // which a reader must not get the daemon to do where linkcond shapes nothing.
-            return snapshot(of: makeCondition(id, identity: nil))
+            return snapshot(of: factory.make(id, identity: nil, beside: registry, now: now))
         }
         let id = try resolved(id)
         if let held = registry[id] {
             return snapshot(of: held, verbose: verbose)
         }
-        let absent = try absentCondition(id, checkingInterface: id.namespace == nil)
+        let absent = try factory.makeAbsent(id, checkingInterface: id.namespace == nil, beside: registry, now: now)
         return snapshot(of: absent, verbose: verbose && id.namespace == nil)
     }
 
     /// Whether a condition is held in the namespace `namespace` names now (found by its
     /// identity, a `stat`, whatever path the condition's id names it by).
     private func shapes(in namespace: NetworkNamespaceReference) throws(ConditionsRefusal) -> Bool {
-        let identity = try identity(of: namespace)
+        let identity = try namespaces.identity(of: namespace)
         return registry.ordered.contains { $0.namespaceIdentity == identity }
     }
 
@@ -47,22 +47,12 @@ extension Conditioner {
     }
 
     package func snapshot(of condition: Condition, verbose: Bool = false) -> ConditionSnapshot {
-        let policy = condition.policy
-        return ConditionSnapshot(
-            id: condition.id, isDefault: condition.id == defaultID, target: condition.target, entry: policy.effective,
-            since: policy.since,
-            exemptions: planner.exemptions.ports.map(\.description) + planner.exemptions.networks.map(\.description),
-            addresses: condition.hostAddresses.flatMap { $0.isEmpty ? nil : $0 },
-            lease: policy.lease.map { lease in
-                LeaseSnapshot(
-                    profile: lease.entry.profile.name, holder: lease.holder.holder, clientBound: lease.clientBound,
-                    expires: lease.expires, secondsLeft: lease.secondsLeft(at: now), restores: policy.baseline?.profile.name ?? "off"
-                )
-            },
-            kernel: verbose ? condition.convergence.kernelObjects() : nil,
-            sandbox: condition.sandbox, sandboxWarnings: condition.sandboxWarnings,
-            scenario: condition.scenario?.progress(now: now, at: monotonicNow), trace: condition.trace?.progress(at: monotonicNow)
-        )
+        condition.snapshot(isDefault: condition.id == defaultID, exemptions: exemptions, now: now, monotonicNow: monotonicNow, verbose: verbose)
+    }
+
+    /// Traffic that is never shaped, as status names it (`tcp/22`).
+    private var exemptions: [String] {
+        planner.exemptions.ports.map(\.description) + planner.exemptions.networks.map(\.description)
     }
 
     /// The profiles that loaded, and the files that did not.
@@ -86,32 +76,15 @@ extension Conditioner {
     }
 
     package func record(_ condition: Condition, from: String?, to: String, reason: String, requester: Requester?, detail: String?) {
-        let from = from ?? "off"
-        var line = "condition: \(from) -> \(to) on \(condition.id) (\(reason))"
-        if let requester { line += " by \(requester)" }
-        if let detail { line += "; \(detail)" }
-        logger.notice("\(line)")
-        history.record(HistoryRecord(
-            time: now.formatted(.iso8601), condition: condition.id.description, from: from, to: to, reason: reason,
-            requester: requester?.asker, detail: detail
-        ))
+        let change = HistoryRecord(condition.id, from: from, to: to, reason: reason, requester: requester, detail: detail, at: now)
+        logger.notice("\(change.logLine(by: requester))")
+        history.record(change)
     }
 }
 
 extension Conditioner {
-    /// The counters of every condition with objects in the kernel, the default one first,
-    /// read now: each target's tree is surveyed once, however many conditions it holds.
+    /// The counters of every condition with objects in the kernel, the default one first.
     package func counterReadings() -> [ConditionCounters] {
-        let conditions = orderedConditions
-        let byTarget = Dictionary(grouping: conditions) { ObjectIdentifier($0.convergence) }.mapValues { sharing in
-            sharing[0].convergence.counters(of: sharing.map(\.slot))
-        }
-        return conditions.compactMap { condition in
-            guard let counters = byTarget[ObjectIdentifier(condition.convergence)]?[condition.slot] else { return nil }
-            return ConditionCounters(
-                id: condition.id.description, profile: condition.policy.effective?.profile.name,
-                uplink: counters.uplink, downlink: counters.downlink
-            )
-        }
+        registry.counterReadings()
     }
 }

@@ -6,17 +6,6 @@ import Profiles
 // direction's htb class rate in place, window by window, for as long as it is in force.
 
 extension Conditioner {
-    /// The profile the kernel should have for `profile` now: where its traces are when the same
-    /// profile already plays on the condition (a lease renewed, a scenario step that repeats
-    /// it), so that they go on from there, else their start.
-    package func pacedProfile(_ profile: Profile?, on condition: Condition) -> Profile? {
-        guard let profile, profile.isTraceDriven else { return profile }
-        if let playing = condition.trace, playing.profile == profile {
-            return profile.paced(at: playing.elapsedMilliseconds(at: monotonicNow)).profile
-        }
-        return profile.paced(at: 0).profile
-    }
-
     /// Plays the condition's effective profile's traces, or stops playing when it has none. The
     /// same profile playing goes on untouched; another starts from now, which should be right
     /// after the kernel got its first window, so that the window lasts as long as the trace says.

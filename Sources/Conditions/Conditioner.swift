@@ -22,14 +22,11 @@ import Shaping
 /// A `ConditionID` of `nil` means the default condition.
 public actor Conditioner {
     static let loopback = "lo"
-    /// The daemon's own network namespace, which a condition id names by the interface alone.
-    static let ownNamespacePath = "/proc/self/ns/net"
 
     public nonisolated let target: ShapingTarget
     nonisolated let defaultID: ConditionID
-    private let engine: ShapingEngine
-    /// The way into other network namespaces; `nil`: conditions there are refused.
-    let namespaces: (any NamespaceKernels)?
+    let factory: ConditionFactory
+    var namespaces: NamespaceDirectory { factory.namespaces }
     let sandboxManager: SandboxManager
     let planner: Planner
     package let eventLoop: any EventLoop
@@ -75,10 +72,12 @@ public actor Conditioner {
             offSince: clock.now()
         ))
         self.target = target
-        self.namespaces = namespaces
         self.sandboxManager = SandboxManager(plumbing: sandboxes, logger: logger)
         self.defaultID = defaultID
-        self.engine = engine
+        self.factory = ConditionFactory(
+            engine: engine, planner: planner, namespaces: NamespaceDirectory(kernels: namespaces, logger: logger),
+            stateDirectory: stateDirectory, logger: logger
+        )
         self.planner = planner
         self.catalog = catalog
         self.profileDirectories = profileDirectories
@@ -212,7 +211,7 @@ public actor Conditioner {
         guard id.interface != Self.loopback || id.peer?.namesServerPort == true else {
             throw ConditionsRefusal(LoopbackConditionError(requested: id))
         }
-        let condition = try absentCondition(id, hostAddresses: hostAddresses)
+        let condition = try factory.makeAbsent(id, hostAddresses: hostAddresses, beside: registry, now: now)
         insert(condition)
         return condition
     }
@@ -221,52 +220,6 @@ public actor Conditioner {
     /// addresses already, and takes no others.
     public func holds(_ id: ConditionID?) -> Bool {
         (try? resolved(id)).map { registry[$0] != nil } ?? false
-    }
-
-    /// A condition not (yet) held, off, on an interface that exists, in a namespace that does:
-    /// `identity`, when the caller has read it already, else the one its path names now.
-    func absentCondition(
-        _ id: ConditionID, identity known: NamespaceIdentity? = nil, checkingInterface: Bool = true, hostAddresses: [[UInt8]] = []
-    ) throws(ConditionsRefusal) -> Condition {
-        var identity: NamespaceIdentity?
-        if let namespace = id.namespace {
-            identity = if let known { known } else { try self.identity(of: namespace) }
-            if identity == (try? namespaces?.identity(at: Self.ownNamespacePath)) {
-                throw ConditionsRefusal(AliasedConditionError(requested: id, existing: ConditionID(interface: id.interface)))
-            }
-            if let twin = registry.alias(of: id, in: identity) {
-                throw ConditionsRefusal(AliasedConditionError(requested: id, existing: twin.id))
-            }
-        }
-        let condition = makeCondition(id, identity: identity, hostAddresses: hostAddresses)
-        if case .match(_, let match) = condition.slot, let twin = registry.overlapping(match, on: condition.convergence) {
-            throw ConditionsRefusal(OverlappingPeerError(requested: id, existing: twin.id))
-        }
-        if checkingInterface, try refusing({ () throws(ShapingError) in try condition.convergence.survey() }).interface == nil {
-            throw ConditionsRefusal(UnknownInterfaceError(interface: id.interface, namespace: id.namespace))
-        }
-        return condition
-    }
-
-    /// A condition object for `id`, on its target's shared tree; one with a match takes
-    /// `slot` (its stored one, at restart) when that is free on the target, else the lowest free one,
-    /// and for a host name matches `hostAddresses`.
-    func makeCondition(_ id: ConditionID, identity: NamespaceIdentity?, slot stored: UInt16? = nil, hostAddresses: [[UInt8]] = []) -> Condition {
-        let convergence = registry.tree(of: id) ?? {
-            var engine = self.engine
-            if let namespace = id.namespace, let identity, let namespaces {
-                engine = ShapingEngine(kernel: namespaces.kernel(at: namespace.path, identity: identity), logger: logger)
-            }
-            return KernelConvergence(target: ShapingTarget(interface: id.interface), planner: planner, engine: engine, logger: logger)
-        }()
-        var slot = ConditionSlot.whole
-        if let peer = id.peer {
-            slot = .match(registry.freeSlot(on: convergence, preferring: stored), PeerMatch(peer, hostAddresses: hostAddresses))
-        }
-        return Condition(
-            id: id, namespaceIdentity: identity, convergence: convergence, slot: slot,
-            stateStore: stateDirectory.map { StateStore(directory: $0, condition: id) }, offSince: now
-        )
     }
 
     /// Makes `condition` one of the set, and its tree the one its target's other conditions share.
@@ -302,7 +255,7 @@ public actor Conditioner {
         case .named(let name): return (try refusing { () throws(UnknownNameError<Profile>) in try catalog.entry(named: name) }, nil)
         case .defined(let entry): return (entry, nil)
         case .scenario(let name):
-            let start = try scenarioStart(named: name)
+            let start = try ScenarioStart(named: name, in: scenarioCatalog, profiles: catalog)
             return (start.profile, start)
         }
     }
@@ -327,19 +280,8 @@ public actor Conditioner {
 
     /// A condition's profiles as `fresh` has them now; whether the values in force changed.
     private func refresh(_ condition: inout Condition, from fresh: ProfileCatalog, by requester: Requester?) -> Bool {
-        func refreshed(_ entry: ProfileEntry) -> ProfileEntry {
-            guard !entry.isAdHoc else { return entry }
-            guard let update = fresh.entries.first(where: { $0.file == entry.file }) else {
-                logger.warning("reload: \(entry.file) no longer loads; '\(entry.profile.name)' keeps its values")
-                return entry
-            }
-            return update
-        }
         let policy = condition.policy
-        var wanted = policy.wanting(baseline: policy.baseline.map(refreshed), lease: policy.lease, now: now)
-        if let lease = policy.lease {
-            wanted.lease?.entry = refreshed(lease.entry)
-        }
+        let wanted = policy.refreshed(from: fresh, now: now, logger: logger)
         guard wanted != policy else { return false }
         let before = policy.effective
         do {
@@ -375,7 +317,7 @@ public actor Conditioner {
         condition.policy = wanted
         persist(condition)
         do {
-            try condition.converge(to: pacedProfile(wanted.effective?.profile, on: condition), replacingForeign: replacingForeign)
+            try condition.converge(to: condition.paced(wanted.effective?.profile, at: monotonicNow), replacingForeign: replacingForeign)
         } catch {
             condition.policy = old
             persist(condition)

@@ -57,11 +57,16 @@ struct ScenarioRun {
         return seconds.sorted { $0.key < $1.key }.map { (index: $0.key, seconds: $0.value) }
     }
 
-    /// The current step ends now and `next` begins.
-    mutating func begin(_ next: ScenarioSchedule.Play, at now: Date) {
+    /// The current step ends now and `next` begins, its schedule counted from `plannedStart`;
+    /// a trigger counts afresh.
+    mutating func begin(_ next: ScenarioSchedule.Play, at now: Date, plannedStart: NIODeadline) {
         secondsInEarlierSteps[play.index, default: 0] += secondsInStep(now: now)
         play = next
         stepSince = now
+        self.plannedStart = plannedStart
+        triggerBase = nil
+        triggerProgress = 0
+        lastPoll = nil
     }
 
     /// The quickest a trigger is read again when the traffic is close to it, and the slowest

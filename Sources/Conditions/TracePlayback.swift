@@ -60,3 +60,16 @@ struct TracePlayback {
         self.lead = .nanoseconds(min(max(lead, 0), Self.longestLead.nanoseconds))
     }
 }
+
+extension Condition {
+    /// What the kernel should have for `profile` at `now`: where its traces are when the same
+    /// profile already plays on the condition (a lease renewed, a scenario step that repeats
+    /// it), so that they go on from there, else their start.
+    func paced(_ profile: Profile?, at now: NIODeadline) -> Profile? {
+        guard let profile, profile.isTraceDriven else { return profile }
+        if let playing = trace, playing.profile == profile {
+            return profile.paced(at: playing.elapsedMilliseconds(at: now)).profile
+        }
+        return profile.paced(at: 0).profile
+    }
+}

@@ -132,6 +132,7 @@ public struct ControlClient: Sendable {
             .connect(unixDomainSocketPath: socketPath) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(AnswerCounter())
                     return try NIOAsyncChannel(
                         wrappingChannelSynchronously: channel,
                         configuration: .init(isOutboundHalfClosureEnabled: halfClosure)

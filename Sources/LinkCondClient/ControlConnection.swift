@@ -20,6 +20,8 @@ public final class ControlConnection {
     private let channel: any Channel
     private let socketPath: String
     private let replyTimeout: Duration
+    /// Whole answers read so far: the next request's is the one after.
+    private var answersRead = 0
 
     init(
         inbound: NIOAsyncChannelInboundStream<HTTPClientResponsePart>, outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>,
@@ -60,7 +62,7 @@ public final class ControlConnection {
     /// connection.
     public func exchange(_ method: HTTPMethod, _ path: String, payload: Data?) async throws(ControlClientError) -> (Int, Data) {
         let request = "\(method) \(path)"
-        let alarm = ReplyAlarm(closing: channel, after: replyTimeout)
+        let alarm = ReplyAlarm(closing: channel, after: replyTimeout, awaitingAnswer: answersRead + 1)
         defer { alarm.cancel() }
         do {
             try await outbound.write(contentsOf: ControlClient.requestParts(method, path, payload: payload, closing: false))
@@ -78,7 +80,9 @@ public final class ControlConnection {
                         throw tooLarge(request, bytes: nil)
                     }
                     body.writeBuffer(&chunk)
-                case .end: return (status, Data(body.readableBytesView))
+                case .end:
+                    answersRead += 1
+                    return (status, Data(body.readableBytesView))
                 }
             }
         } catch let error as ControlClientError {
@@ -138,7 +142,27 @@ public final class ControlConnection {
     }
 }
 
+/// Counts a connection's answers as each one's end comes in, on its event loop, before any
+/// task reads them: what a `ReplyAlarm` asks when it rings.
+final class AnswerCounter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias InboundOut = HTTPClientResponsePart
+
+    private(set) var answers = 0
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .end = unwrapInboundIn(data) {
+            answers += 1
+        }
+        context.fireChannelRead(data)
+    }
+}
+
 /// Closes a connection whose answer has not come within a time; says whether it did.
+///
+/// With `answer`, the alarm waits for the connection's `answer`-th whole answer (counted by its
+/// `AnswerCounter` as the answer comes in): one that came in time stands the alarm down even
+/// when the task that reads it runs late, as it may on a loaded machine.
 struct ReplyAlarm {
     private final class State: Sendable {
         let rang = Mutex(false)
@@ -147,9 +171,12 @@ struct ReplyAlarm {
     private let state = State()
     private let scheduled: Scheduled<Void>
 
-    init(closing channel: any Channel, after timeout: Duration) {
+    init(closing channel: any Channel, after timeout: Duration, awaitingAnswer answer: Int? = nil) {
         let state = state
         scheduled = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+            if let answer, let counter = try? channel.pipeline.syncOperations.handler(type: AnswerCounter.self), counter.answers >= answer {
+                return
+            }
             state.rang.withLock { $0 = true }
             channel.close(promise: nil)
         }

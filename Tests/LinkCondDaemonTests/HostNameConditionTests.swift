@@ -145,7 +145,9 @@ struct HostNameConditionTests {
         resolver.timeout = .milliseconds(200)
         let began = ContinuousClock.now
         await #expect { try await resolver.addresses(of: "slow.example") } throws: { ($0 as? HostNameError)?.code == .timedOut }
-        #expect(ContinuousClock.now - began < .seconds(5))
+        // A bound against a hang (the lookup never returns before its release), not a speed
+        // target: beside every other test on two CPUs, the answer once took 5.2 s to resume.
+        #expect(ContinuousClock.now - began < .seconds(20))
         release.withLockedValue { $0 = true }
         resolver.lookUp = { _ throws(HostNameError) in [[192, 0, 2, 2]] }
         #expect(try await resolver.addresses(of: "fast.example") == [[192, 0, 2, 2]])

@@ -275,7 +275,7 @@ struct AliasedConditionTests {
             let error = try #require(refusal.reason as? AliasedConditionError)
             #expect(error.existing == named && error.errorCode.httpStatus == .conflict)
         }
-        namespaces.alias(Conditioner.ownNamespacePath, to: "/proc/1/ns/net", making: true)
+        namespaces.alias(NamespaceDirectory.ownNamespacePath, to: "/proc/1/ns/net", making: true)
         await expectRefusal(AliasedConditionError.self) {
             _ = try await conditioner.activate("Nasty Net", on: ConditionID(interface: "eth0", namespace: .process(1)), by: TestDaemon.root)
         }
