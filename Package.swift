@@ -40,6 +40,9 @@ let package = Package(
         // The uid that owns the other end of a loopback TCP connection, asked of the kernel's
         // sock_diag: the metrics listener's connection limit per user.
         .target(name: "CSocketOwner"),
+        // Listing a network namespace's TCP connections and destroying them (sock_diag's
+        // SOCK_DESTROY): a condition's reset.
+        .target(name: "CSocketDiag"),
         // Sets the Swift runtime's global-executor hooks, which a statically linked runtime hides from dlsym.
         .target(name: "CGlobalExecutorHooks"),
         // Safe Swift over libnl. Knows nothing of profiles.
@@ -70,6 +73,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The failures a condition can put on its target beside shaping: connections reset now.
+        .target(name: "Failures", dependencies: ["CSocketDiag", "Netlink", "Shaping", "IPAddressText"]),
         // The words daemon and client share: condition ids, peers, namespaces, durations, lease
         // holders, error codes. The domain speaks them without the API's documents.
         .target(name: "LinkCondVocabulary", dependencies: ["IPAddressText"]),
@@ -94,7 +99,7 @@ let package = Package(
         .target(
             name: "Conditions",
             dependencies: [
-                "LinkCondVocabulary", "HostFacts", "IPAddressText", "Netlink", "Profiles", "Shaping", "Sandboxes",
+                "LinkCondVocabulary", "HostFacts", "IPAddressText", "Netlink", "Profiles", "Shaping", "Sandboxes", "Failures",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -118,7 +123,7 @@ let package = Package(
         .target(
             name: "LinkCondDaemon",
             dependencies: [
-                "Conditions", "ControlHTTP", "ControlAPI", "Netlink", "Profiles", "Shaping", "Sandboxes", "CMalloc", "CSignalPipe",
+                "Conditions", "ControlHTTP", "ControlAPI", "Failures", "Netlink", "Profiles", "Shaping", "Sandboxes", "CMalloc", "CSignalPipe",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -128,7 +133,7 @@ let package = Package(
         .executableTarget(
             name: "linkcondd",
             dependencies: [
-                "LinkCondDaemon", "Conditions", "ControlHTTP", "HostFacts", "ControlAPI", "Sandboxes", "CGlobalExecutorHooks",
+                "LinkCondDaemon", "Conditions", "ControlHTTP", "Failures", "HostFacts", "ControlAPI", "Sandboxes", "CGlobalExecutorHooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -168,10 +173,11 @@ let package = Package(
         ),
         .testTarget(name: "ControlAPITests", dependencies: ["ControlAPI"]),
         .testTarget(name: "SandboxesTests", dependencies: ["Sandboxes"]),
+        .testTarget(name: "FailuresTests", dependencies: ["Failures", "Shaping"]),
         .testTarget(
             name: "LinkCondDaemonTests",
             dependencies: [
-                "LinkCondDaemon", "Conditions", "ControlHTTP", "LinkCondClient", "LinkCondTesting", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport", "HostFacts", "Sandboxes", "Netlink",
+                "LinkCondDaemon", "Conditions", "ControlHTTP", "LinkCondClient", "LinkCondTesting", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport", "HostFacts", "Sandboxes", "Netlink", "Failures",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

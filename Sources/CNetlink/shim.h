@@ -230,6 +230,23 @@ static inline int linkcond_connect_in_namespace(struct nl_sock *socket, int name
     return connected;
 }
 
+/// Opens a socket (socket(2)'s `domain`, `type`, `protocol`) inside the network namespace
+/// `namespace_fd`, where it stays: the calling thread enters the namespace only for the call.
+/// Returns the descriptor, or -1 with `*system_errno` set; `*stranded` as for
+/// linkcond_leave_namespace.
+static inline int linkcond_socket_in_namespace(int namespace_fd, int domain, int type, int protocol,
+                                               int *system_errno, int *stranded) {
+    *system_errno = 0;
+    *stranded = 0;
+    int own = linkcond_enter_namespace(namespace_fd, system_errno);
+    if (own < 0) return -1;
+    int descriptor = socket(domain, type, protocol);
+    int socket_errno = errno;
+    linkcond_leave_namespace(own, stranded);
+    if (descriptor < 0) *system_errno = socket_errno;
+    return descriptor;
+}
+
 /// Reads up to `size` bytes of the file at `path` (a /proc/thread-self/net file) as the network
 /// namespace `namespace_fd` sees it: the calling thread enters the namespace to open the file,
 /// which stays that namespace's view. Returns the bytes read, or -1 with `*system_errno` set;

@@ -99,3 +99,22 @@ struct ScenarioStepError: Error, CustomStringConvertible {
 
     package var description: String { "scenario '\(scenario)': \(detail)" }
 }
+
+/// A reset that cannot be done here, or that the kernel refused: on a kernel built without
+/// `CONFIG_INET_DIAG_DESTROY`, for a gateway device (its connections are forwarded, not this
+/// machine's sockets), for a host name that no held condition has looked up.
+public struct ResetError: Error, Sendable, CustomStringConvertible {
+    public enum Reason: Sendable, Equatable {
+        case unavailable
+        case notPermitted
+        case namespaceGone
+        case kernelRefused
+        case needsAddresses
+    }
+
+    public var reason: Reason
+    public var condition: ConditionID
+    public var detail: String
+
+    public var description: String { "cannot reset the connections of \(condition): \(detail)" }
+}

@@ -25,6 +25,9 @@ extension Conditioner {
             plannedStart: appliedAt, timeline: Timeline(generation: nextGeneration())
         )
         logger.notice("scenario '\(start.entry.scenario.name)' plays on \(condition.id) (seed \(start.schedule.seed))")
+        if let run = condition.scenario, run.step.resetsConnections {
+            resetAsStepBegins(condition, step: run.step.displayName)
+        }
         armStep(&condition)
     }
 
@@ -80,6 +83,9 @@ extension Conditioner {
             condition, from: previous, reason: "scenario", requester: requester,
             detail: "'\(run.scenario.name)' step \(play.index + 1) of \(run.scenario.steps.count)\(round) (\(run.step.displayName)), \(cause)"
         )
+        if run.step.resetsConnections {
+            resetAsStepBegins(condition, step: run.step.displayName)
+        }
         armStep(&condition)
     }
 

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import IPAddressText
 import LinkCondVocabulary
+import Failures
 import Logging
 import Netlink
 import NIOCore
@@ -28,6 +29,8 @@ public actor Conditioner {
     let factory: ConditionFactory
     var namespaces: NamespaceDirectory { factory.namespaces }
     let sandboxManager: SandboxManager
+    /// Resets connections in a target's namespace; `nil`: resets are refused.
+    let resetter: (any ConnectionResetter)?
     let planner: Planner
     package let eventLoop: any EventLoop
     let stateDirectory: String?
@@ -62,6 +65,7 @@ public actor Conditioner {
         historyFile: String? = nil,
         namespaces: sending (any NamespaceKernels)? = nil,
         sandboxes: sending (any SandboxPlumbing)? = nil,
+        resetter: sending (any ConnectionResetter)? = nil,
         clock: WallClock = .system,
         logger: Logger
     ) {
@@ -73,6 +77,7 @@ public actor Conditioner {
         ))
         self.target = target
         self.sandboxManager = SandboxManager(plumbing: sandboxes, logger: logger)
+        self.resetter = resetter
         self.defaultID = defaultID
         self.factory = ConditionFactory(
             engine: engine, planner: planner, namespaces: NamespaceDirectory(kernels: namespaces, logger: logger),

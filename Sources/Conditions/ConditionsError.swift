@@ -132,3 +132,15 @@ extension NoScenarioError: ConditionsError {
 extension ScenarioStepError: ConditionsError {
     public var errorCode: ErrorCode { .scenarioStep }
 }
+
+extension ResetError: ConditionsError {
+    public var errorCode: ErrorCode {
+        switch reason {
+        case .unavailable: .resetUnavailable
+        case .notPermitted: .notPermitted
+        case .namespaceGone: .namespaceGone
+        case .kernelRefused: .kernelRefused
+        case .needsAddresses: .badRequest
+        }
+    }
+}

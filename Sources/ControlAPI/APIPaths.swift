@@ -4,6 +4,8 @@ public enum APIPath {
     public static let scenarios = "/v1/scenarios"
     /// `POST`: the default condition's scenario moves on to its next step.
     public static let conditionNext = "/v1/condition/next"
+    /// `POST`: the default condition's TCP connections are reset now.
+    public static let conditionReset = "/v1/condition/reset"
     public static let status = "/v1/status"
     /// The default condition: the daemon's own interface.
     public static let condition = "/v1/condition"
@@ -39,5 +41,10 @@ public enum APIPath {
     /// `/v1/conditions/{id}/next`: `POST` moves that condition's scenario on to its next step.
     public static func conditionNext(_ id: String) -> String {
         condition(id) + "/next"
+    }
+
+    /// `/v1/conditions/{id}/reset`: `POST` resets that condition's TCP connections now.
+    public static func conditionReset(_ id: String) -> String {
+        condition(id) + "/reset"
     }
 }

@@ -153,3 +153,22 @@ public struct SandboxDocument: Codable, Sendable, Equatable {
         self.warnings = warnings
     }
 }
+
+/// The answer to a reset: how many of the condition's TCP connections were reset, which ones it
+/// took, and the condition (which a reset does not change).
+public struct ResetResponse: Codable, Sendable, Equatable {
+    /// Connections destroyed: each local socket failed with ECONNABORTED, its far end got a reset.
+    public var reset: Int
+    /// Connections listed that ended on their own before their turn.
+    public var alreadyGone: Int
+    /// Which connections the reset took: `TCP connections with 192.0.2.7:443`.
+    public var connections: String
+    public var condition: StatusResponse
+
+    public init(reset: Int, alreadyGone: Int, connections: String, condition: StatusResponse) {
+        self.reset = reset
+        self.alreadyGone = alreadyGone
+        self.connections = connections
+        self.condition = condition
+    }
+}

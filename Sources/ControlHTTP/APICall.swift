@@ -20,6 +20,9 @@ package enum APICall: Sendable, Equatable {
     case scenarios
     /// The condition's scenario moves on to its next step.
     case next(ConditionID?)
+    /// The condition's TCP connections are reset now; refused while another client holds a
+    /// lease on it, unless `force`.
+    case reset(ConditionID?, force: Bool)
     case history(limit: Int)
     case stats
     /// The same counters, and the conditions, in Prometheus's text format.
@@ -73,6 +76,9 @@ package enum APICall: Sendable, Equatable {
         case APIPath.conditionNext:
             try require(request, .POST)
             return .next(nil)
+        case APIPath.conditionReset:
+            try require(request, .POST)
+            return .reset(nil, force: try flag("force", in: query))
         case APIPath.stats:
             try require(request, .GET)
             return .stats
@@ -114,10 +120,11 @@ package enum APICall: Sendable, Equatable {
             return .fault(request.body.isEmpty ? FaultRequest(failAtStep: nil) : try decode(FaultRequest.self, from: request.body))
         case _ where path.hasPrefix(APIPath.conditions + "/"):
             var rest = path.dropFirst(APIPath.conditions.count + 1)
-            let leaseSuffix = "/lease", nextSuffix = "/next"
-            let isLease = rest.hasSuffix(leaseSuffix), isNext = rest.hasSuffix(nextSuffix)
+            let leaseSuffix = "/lease", nextSuffix = "/next", resetSuffix = "/reset"
+            let isLease = rest.hasSuffix(leaseSuffix), isNext = rest.hasSuffix(nextSuffix), isReset = rest.hasSuffix(resetSuffix)
             if isLease { rest = rest.dropLast(leaseSuffix.count) }
             if isNext { rest = rest.dropLast(nextSuffix.count) }
+            if isReset { rest = rest.dropLast(resetSuffix.count) }
             guard let name = PercentEncoding.decode(rest) else {
                 throw .badRequest("malformed condition id in the path")
             }
@@ -125,6 +132,10 @@ package enum APICall: Sendable, Equatable {
             if isNext {
                 try require(request, .POST)
                 return .next(id)
+            }
+            if isReset {
+                try require(request, .POST)
+                return .reset(id, force: try flag("force", in: query))
             }
             guard isLease else { return try condition(id, request, query: query) }
             try require(request, .DELETE)

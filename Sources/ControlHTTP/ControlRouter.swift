@@ -83,6 +83,8 @@ package struct ControlRouter: Sendable {
             return .reply(.json(ScenarioListResponse(await conditioner.scenarios())))
         case .next(let id):
             return .reply(.json(StatusResponse(try await conditioner.next(on: id, by: requester))))
+        case .reset(let id, let force):
+            return .reply(.json(ResetResponse(try await conditioner.reset(on: id, by: requester, force: force))))
         case .metrics:
             let readings = Dictionary(await conditioner.counterReadings().map { ($0.id, $0) }) { first, _ in first }
             let conditions = await conditioner.conditionList().map { snapshot in

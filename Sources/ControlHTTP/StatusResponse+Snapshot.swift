@@ -130,6 +130,7 @@ extension ScenarioSummary {
             name: scenario.name, description: scenario.description, file: entry.file,
             steps: scenario.steps.map { step in
                 var text = step.displayName
+                if step.resetsConnections { text += ", connections reset," }
                 if let duration = step.duration { text += " for \(duration)" }
                 if let trigger = step.trigger { text += (step.duration == nil ? " until " : " or until ") + trigger.description }
                 if step.waitsForNext { text += " until linkcond next" }
@@ -137,6 +138,15 @@ extension ScenarioSummary {
                 return text
             },
             repeats: scenario.loops ? "loops" : scenario.repeatCount == 1 ? "once" : "\(scenario.repeatCount) times"
+        )
+    }
+}
+
+extension ResetResponse {
+    init(_ report: ResetReport) {
+        self.init(
+            reset: report.outcome.reset, alreadyGone: report.outcome.alreadyGone, connections: report.connections,
+            condition: StatusResponse(report.condition)
         )
     }
 }

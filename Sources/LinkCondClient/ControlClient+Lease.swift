@@ -51,7 +51,7 @@ extension ControlClient {
             try await channel.executeThenClose { inbound, outbound in
                 // Until the lease begins, the daemon has `replyTimeout` to say so; after, it may
                 // stay quiet as long as the lease lasts.
-                let alarm = ReplyAlarm(closing: channel.channel, after: replyTimeout)
+                let alarm = ReplyAlarm(closing: channel.channel, after: replyTimeout) { $0.bodyParts > 0 }
                 defer { alarm.cancel() }
                 let payload = try JSONEncoder().encode(lease)
                 try await outbound.write(contentsOf: Self.requestParts(.POST, APIPath.leases, payload: payload, closing: false))

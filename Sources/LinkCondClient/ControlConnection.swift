@@ -142,17 +142,22 @@ public final class ControlConnection {
     }
 }
 
-/// Counts a connection's answers as each one's end comes in, on its event loop, before any
-/// task reads them: what a `ReplyAlarm` asks when it rings.
+/// Counts what a connection has received as it comes in, on its event loop, before any task
+/// reads it: what a `ReplyAlarm` asks when it rings.
 final class AnswerCounter: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias InboundOut = HTTPClientResponsePart
 
+    /// Answers received whole.
     private(set) var answers = 0
+    /// Parts of answers' bodies received: a lease's first line is one.
+    private(set) var bodyParts = 0
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .end = unwrapInboundIn(data) {
-            answers += 1
+        switch unwrapInboundIn(data) {
+        case .head: break
+        case .body: bodyParts += 1
+        case .end: answers += 1
         }
         context.fireChannelRead(data)
     }
@@ -160,9 +165,8 @@ final class AnswerCounter: ChannelInboundHandler, RemovableChannelHandler {
 
 /// Closes a connection whose answer has not come within a time; says whether it did.
 ///
-/// With `answer`, the alarm waits for the connection's `answer`-th whole answer (counted by its
-/// `AnswerCounter` as the answer comes in): one that came in time stands the alarm down even
-/// when the task that reads it runs late, as it may on a loaded machine.
+/// With `answered`, the alarm stands down when the connection's `AnswerCounter` says that what it
+/// waits for came in, even when the task that reads it runs late, as it may on a loaded machine.
 struct ReplyAlarm {
     private final class State: Sendable {
         let rang = Mutex(false)
@@ -171,15 +175,20 @@ struct ReplyAlarm {
     private let state = State()
     private let scheduled: Scheduled<Void>
 
-    init(closing channel: any Channel, after timeout: Duration, awaitingAnswer answer: Int? = nil) {
+    init(closing channel: any Channel, after timeout: Duration, unless answered: (@Sendable (AnswerCounter) -> Bool)? = nil) {
         let state = state
         scheduled = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
-            if let answer, let counter = try? channel.pipeline.syncOperations.handler(type: AnswerCounter.self), counter.answers >= answer {
+            if let answered, let counter = try? channel.pipeline.syncOperations.handler(type: AnswerCounter.self), answered(counter) {
                 return
             }
             state.rang.withLock { $0 = true }
             channel.close(promise: nil)
         }
+    }
+
+    /// Stands down once the connection's `number`-th whole answer came in.
+    init(closing channel: any Channel, after timeout: Duration, awaitingAnswer number: Int) {
+        self.init(closing: channel, after: timeout) { $0.answers >= number }
     }
 
     var rang: Bool { state.rang.withLock { $0 } }

@@ -1,6 +1,7 @@
 import Conditions
 import ControlHTTP
 import ControlAPI
+import Failures
 import Logging
 import NIOCore
 import NIOPosix
@@ -27,6 +28,7 @@ public struct LinkCondDaemon: Service {
         kernel: sending any TrafficControlKernel,
         namespaces: sending (any NamespaceKernels)? = nil,
         sandboxes: sending (any SandboxPlumbing)? = nil,
+        resetter: sending (any ConnectionResetter)? = nil,
         group: any EventLoopGroup,
         notifier: SystemdNotifier = SystemdNotifier(),
         logger: Logger
@@ -87,7 +89,7 @@ public struct LinkCondDaemon: Service {
             eventLoop: group.next(), stateDirectory: configuration.stateDirectory,
             historyFile: configuration.historyFile,
             namespaces: namespaces.map { namespaces in faults.map { FaultInjectingNamespaces(wrapping: namespaces, faults: $0) } ?? namespaces },
-            sandboxes: sandboxes,
+            sandboxes: sandboxes, resetter: resetter,
             logger: logger
         )
         try await conditioner.recover()

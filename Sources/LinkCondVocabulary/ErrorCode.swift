@@ -47,6 +47,7 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case kernelRefused = "kernel-refused"
     case namespacesUnavailable = "namespaces-unavailable"
     case sandboxesUnavailable = "sandboxes-unavailable"
+    case resetUnavailable = "reset-unavailable"
     // The daemon.
     case stopping
     case `internal`

@@ -70,24 +70,45 @@ extension NetworkNamespaceFile {
     /// it, up to `limit` bytes: a thread enters the namespace only to open it.
     public func procNetFile(_ name: String, limit: Int = 256 * 1024) throws(NetlinkError) -> String {
         var buffer = [UInt8](repeating: 0, count: limit)
+        let count = try entering("read /proc/net/\(name)", failed: { $0 < 0 }) { systemErrno, stranded in
+            buffer.withUnsafeMutableBytes { bytes in
+                linkcond_read_in_namespace(
+                    descriptor, "/proc/thread-self/net/\(name)", bytes.baseAddress?.assumingMemoryBound(to: CChar.self), limit,
+                    &systemErrno, &stranded
+                )
+            }
+        }
+        return String(decoding: buffer[..<count], as: UTF8.self)
+    }
+
+    /// A socket (`socket(2)`'s arguments) made inside this namespace, where it stays for its
+    /// whole life: a thread enters the namespace only to make it. The caller closes it.
+    public func socket(domain: Int32, type: Int32, protocol: Int32) throws(NetlinkError) -> Int32 {
+        try entering("open a socket", failed: { $0 < 0 }) { systemErrno, stranded in
+            linkcond_socket_in_namespace(descriptor, domain, type, `protocol`, &systemErrno, &stranded)
+        }
+    }
+
+    /// What `call` (a C function that enters this namespace for one system call, and says
+    /// whether it could not come back) returns, or the error of `operation` when it `failed`.
+    private func entering<Value>(
+        _ operation: String, failed: (Value) -> Bool, _ call: (_ systemErrno: inout Int32, _ stranded: inout Int32) -> Value
+    ) throws(NetlinkError) -> Value {
         var systemErrno: Int32 = 0
         var stranded: Int32 = 0
-        let count = buffer.withUnsafeMutableBytes { bytes in
-            linkcond_read_in_namespace(
-                descriptor, "/proc/thread-self/net/\(name)", bytes.baseAddress?.assumingMemoryBound(to: CChar.self), limit,
-                &systemErrno, &stranded
-            )
-        }
+        let value = call(&systemErrno, &stranded)
         if stranded != 0 {
+            // The thread is in another namespace now: every socket it opened later would be
+            // there too. Nothing is safe to do but stop.
             fatalError("cannot return to the daemon's network namespace after entering \(path)")
         }
-        guard count >= 0 else {
+        guard !failed(value) else {
             throw NetlinkError(
                 code: systemErrno == EPERM ? .notPermitted : .other,
-                operation: "read /proc/net/\(name) in the network namespace \(path)", errno: systemErrno,
+                operation: "\(operation) in the network namespace \(path)", errno: systemErrno,
                 reason: String(cString: strerror(systemErrno))
             )
         }
-        return String(decoding: buffer[..<count], as: UTF8.self)
+        return value
     }
 }

@@ -56,18 +56,22 @@ public struct ScenarioStep: Hashable, Sendable {
     public var trigger: StepTrigger?
     /// The step plays this many times in a row (each time with a fresh random duration).
     public var repeatCount: Int
+    /// As it begins, the step resets the condition's TCP connections (`reset: true`): a socket
+    /// reclaimed, a network change.
+    public var resetsConnections: Bool
     /// The file's line the step starts on, for messages about it after parsing.
     public var line: Int
 
     public init(
         label: String? = nil, profile: ProfileReference, duration: StepDuration? = nil, trigger: StepTrigger? = nil,
-        repeatCount: Int = 1, line: Int = 0
+        repeatCount: Int = 1, resetsConnections: Bool = false, line: Int = 0
     ) {
         self.label = label
         self.profile = profile
         self.duration = duration
         self.trigger = trigger
         self.repeatCount = repeatCount
+        self.resetsConnections = resetsConnections
         self.line = line
     }
 

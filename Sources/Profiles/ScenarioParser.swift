@@ -9,7 +9,7 @@
 public enum ScenarioParser {
     /// The fields a scenario file may contain, and those each step may contain.
     static let topLevelFields = ["name", "description", "seed", "repeat", "loop", "steps"]
-    static let stepFields = ["label", "profile", "downlink", "uplink", "dns", "for", "until", "repeat"]
+    static let stepFields = ["label", "profile", "downlink", "uplink", "dns", "for", "until", "repeat", "reset"]
     /// A step's own values: any of these makes it an inline step.
     static let inlineFields = ["downlink", "uplink", "dns"]
 
@@ -165,7 +165,7 @@ public enum ScenarioParser {
 
         return ScenarioStep(
             label: label, profile: profile, duration: duration, trigger: trigger,
-            repeatCount: repeatCount.map { Int($0) } ?? 1, line: node.line
+            repeatCount: repeatCount.map { Int($0) } ?? 1, resetsConnections: try boolean("reset", in: section) ?? false, line: node.line
         )
     }
 

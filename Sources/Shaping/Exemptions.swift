@@ -106,6 +106,11 @@ public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         formatIPAddress(address) + "/\(prefixLength)"
     }
+
+    /// Whether `bytes` (4 or 16 network-order bytes) is an address of this network.
+    public func contains(_ bytes: [UInt8]) -> Bool {
+        bytes.count == address.count && IPNetwork(address: bytes, prefixLength: prefixLength).address == address
+    }
 }
 
 public struct ExemptionParseError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -30,4 +30,10 @@ struct CommandHints: ExpressibleByDictionaryLiteral {
     static let releasing: CommandHints = [
         .noLease: "'linkcond off --force' ends another's lease, 'linkcond off' a condition set without --for",
     ]
+
+    /// `linkcond reset`: `--force` resets the connections under another's lease.
+    static let resetting: CommandHints = [
+        .leaseHeld: "--force resets them anyway",
+        .resetUnavailable: "'linkcond doctor' says what this kernel can do",
+    ]
 }

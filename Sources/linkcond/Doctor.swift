@@ -22,6 +22,7 @@ struct Doctor: AsyncParsableCommand {
 
     func run() async throws {
         var findings = KernelModules.findings()
+        findings.append(KernelModules.socketDestroyFinding())
         findings += await DaemonReachability.findings(client: connection.client)
         findings.append(GroupMembership.finding(group: group))
         findings += NetworkFacts.findings()
@@ -97,6 +98,20 @@ enum KernelModules {
             let why = setting == .absent ? "kernel \(release) was built without it (CONFIG_\(symbol) is not set)"
                 : loadable.isEmpty ? "no module list in \(modules) and no kernel configuration to read" : "no such module for kernel \(release)"
             return Finding(level: .fail, topic: topic, message: "missing (\(why)); linkcond needs it for \(purpose)", fix: fix)
+        }
+    }
+
+    /// Whether `linkcond reset` can work here: the kernel must be able to destroy sockets.
+    static func socketDestroyFinding(release: String = kernelRelease(), root: String = "") -> Finding {
+        let topic = "kernel socket destroy"
+        switch KernelConfiguration.running(release: release, root: root)?.setting("INET_DIAG_DESTROY") {
+        case .builtIn:
+            return Finding(level: .ok, topic: topic, message: "built in (linkcond reset)")
+        case .absent:
+            return Finding(level: .warn, topic: topic, message: "kernel \(release) was built without it (CONFIG_INET_DIAG_DESTROY is not set): linkcond reset is refused",
+                           fix: "use a distribution's generic kernel (Debian's, Ubuntu's and Fedora's have it)")
+        default:
+            return Finding(level: .warn, topic: topic, message: "no kernel configuration to read: linkcond reset says whether it works when asked")
         }
     }
 

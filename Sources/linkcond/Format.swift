@@ -31,6 +31,13 @@ enum Format {
         return lines.joined(separator: "\n")
     }
 
+    /// `eth0: reset 3 (TCP connections with 192.0.2.7:443)`, with those that ended first.
+    static func reset(_ answer: ResetResponse) -> String {
+        var line = "\(answer.condition.id): reset \(answer.reset) (\(answer.connections))"
+        if answer.alreadyGone > 0 { line += "; \(answer.alreadyGone) more ended on their own first" }
+        return line
+    }
+
     /// One condition, with its kernel objects when the daemon sent them.
     static func status(_ status: StatusResponse, traffic: ConditionStatsDocument? = nil, verbose: Bool) -> String {
         let text = Self.status(status, traffic: traffic)

@@ -7,6 +7,7 @@ import Foundation
 #endif
 import Conditions
 import ControlHTTP
+import Failures
 import LinkCondDaemon
 import HostFacts
 import Logging
@@ -146,7 +147,8 @@ struct DaemonCommand: ParsableCommand {
         )
         return try await LinkCondDaemon(
             configuration: configuration, kernel: try openKernel(), namespaces: NetlinkNamespaces(),
-            sandboxes: sandboxPlumbing(interface: interface), group: MultiThreadedEventLoopGroup.singleton, logger: logger
+            sandboxes: sandboxPlumbing(interface: interface), resetter: KernelConnectionResetter(),
+            group: MultiThreadedEventLoopGroup.singleton, logger: logger
         )
     }
 

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from harness import contract
 from harness.daemon import environment
 from harness.system import BIN, as_stranger, run
 from harness.tc import snapshot
 
-CHECKS = 25
+CHECKS = 31
 
 MODPROBE = Path("/proc/sys/kernel/modprobe")
 NETEM = Path("/sys/module/sch_netem")
@@ -192,3 +193,25 @@ def test_doctor(check, daemon, work):
     absent = work / "absent.sock"
     absent.unlink(missing_ok=True)
     check.contains("doctor: no socket at all", doctor_says(absent, "daemon"), f"fail: no control socket at {absent}")
+
+
+# ---------------------------------------------------------------- a kernel that cannot reset
+
+@pytest.mark.checks(6)
+def test_reset_without_socket_destroy(check, daemon):
+    """User-mode Linux's kernel has no CONFIG_INET_DIAG_DESTROY: a reset is refused with
+    reset-unavailable (a 501, as docs/openapi.yaml describes it), saying why, even with nothing to
+    reset; nothing is recorded."""
+    config = run(["sh", "-c", "zcat /proc/config.gz 2>/dev/null || cat /boot/config-$(uname -r)"]).out
+    check.true("this kernel cannot destroy sockets", "CONFIG_INET_DIAG_DESTROY=y" not in config,
+               "CONFIG_INET_DIAG_DESTROY=y" if "CONFIG_INET_DIAG_DESTROY=y" in config else "not set", "not set",
+               require=True)
+    resets = lambda: [e for e in daemon.api.history() if e.get("reason") == "reset"]
+    refused = daemon.cli("reset")
+    check.exit_status("reset: refused", refused, "nonzero")
+    check.contains("reset: the message names the kernel option", refused.err, "CONFIG_INET_DIAG_DESTROY")
+    reply = daemon.api.request("POST", "/v1/condition/reset")
+    check.equal("reset over HTTP: status and code", (501, "reset-unavailable"), (reply.status, reply.error_code))
+    check.equal("reset over HTTP: the body as docs/openapi.yaml describes an Error", [],
+                contract.Validator(contract.load_spec()).errors("Error", reply.json))
+    check.equal("reset: nothing recorded", [], resets())

@@ -174,4 +174,16 @@ struct DoctorTests {
         #expect(netem.fix?.contains("linux-modules-extra-6.9.0") == true)
         #expect(findings.filter { $0.level == .ok }.count == 6)
     }
+
+    @Test("Socket destroy (linkcond reset): built in is ok; not set, or no configuration to read, a warning")
+    func socketDestroy() throws {
+        let with = try root(config: "CONFIG_INET_DIAG=y\nCONFIG_INET_DIAG_DESTROY=y\n", modulesDep: "", loaded: [])
+        let without = try root(config: "CONFIG_INET_DIAG=y\n# CONFIG_INET_DIAG_DESTROY is not set\n", modulesDep: "", loaded: [])
+        let unknown = try root(config: nil, modulesDep: "", loaded: [])
+        defer { [with, without, unknown].forEach { try? FileManager.default.removeItem(atPath: $0) } }
+        #expect(KernelModules.socketDestroyFinding(release: "6.9.0", root: with).level == .ok)
+        let missing = KernelModules.socketDestroyFinding(release: "6.9.0", root: without)
+        #expect(missing.level == .warn && missing.message.contains("CONFIG_INET_DIAG_DESTROY is not set"))
+        #expect(KernelModules.socketDestroyFinding(release: "6.9.0", root: unknown).level == .warn)
+    }
 }

@@ -238,6 +238,9 @@ struct ConditionSetTests {
         (.DELETE, "/v1/conditions/pid%2F4242%2Feth0/lease", .releaseLease(ConditionID(interface: "eth0", namespace: .process(4242)))),
         (.GET, "/v1/status", .status(nil, verbose: false)),
         (.DELETE, "/v1/lease", .releaseLease(nil)),
+        (.POST, "/v1/condition/reset", .reset(nil, force: false)),
+        (.POST, "/v1/conditions/eth1/reset?force=1", .reset(ConditionID(interface: "eth1"), force: true)),
+        (.POST, "/v1/conditions/pid%2F4242%2F/reset", .reset(ConditionID(interface: "", namespace: .process(4242)), force: false)),
     ])
     func routes(method: HTTPMethod, uri: String, call: APICall) throws {
         let request = ControlRequest(method: method, uri: uri, body: [], requester: TestDaemon.root)

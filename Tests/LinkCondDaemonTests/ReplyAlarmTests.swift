@@ -48,4 +48,14 @@ struct ReplyAlarmTests {
         channel.embeddedEventLoop.advanceTime(by: .seconds(1))
         #expect(alarm.rang)
     }
+
+    @Test("A lease's alarm waits for its first line, not a whole answer (a lease's answer lasts as long as the lease)")
+    func leaseLine() throws {
+        let channel = try connection()
+        let alarm = ReplyAlarm(closing: channel, after: .seconds(1)) { $0.bodyParts > 0 }
+        try channel.writeInbound(HTTPClientResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok)))
+        try channel.writeInbound(HTTPClientResponsePart.body(ByteBuffer(string: #"{"event":"active"}"# + "\n")))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(2))
+        #expect(!alarm.rang && channel.isActive)
+    }
 }

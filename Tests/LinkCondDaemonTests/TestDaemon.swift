@@ -4,6 +4,7 @@ import Foundation
 @testable import Conditions
 @testable import ControlHTTP
 @testable import LinkCondDaemon
+import Failures
 import Logging
 import NIOCore
 import NIOEmbedded
@@ -49,7 +50,7 @@ enum TestDaemon {
         catalog: ProfileCatalog = ProfileCatalog(entries: profiles, problems: [problem]), profileDirectories: [String] = [],
         eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next(), namespaces: FakeNamespaces? = nil,
         sandboxes: (any SandboxPlumbing & Sendable)? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
-        clock: WallClock = .system
+        clock: WallClock = .system, resetter: FakeResetter? = nil
     ) -> Conditioner {
         Conditioner(
             engine: ShapingEngine(kernel: kernel, logger: .quiet),
@@ -63,6 +64,7 @@ enum TestDaemon {
             historyFile: historyFile,
             namespaces: namespaces,
             sandboxes: sandboxes,
+            resetter: resetter,
             clock: clock,
             logger: .quiet
         )

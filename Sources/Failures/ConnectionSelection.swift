@@ -1,0 +1,46 @@
+import Shaping
+
+/// Which of a namespace's TCP connections a condition's reset takes: those with its peer (a
+/// condition with a match), those with a local address of its interface (the whole interface in
+/// the daemon's own namespace), or every one that leaves the namespace (the whole interface of
+/// another namespace: a container's, a sandbox's). Never one the management exemptions keep
+/// (SSH), never one on loopback unless the peer is there.
+public struct ConnectionSelection: Sendable, CustomStringConvertible {
+    public enum Scope: Sendable {
+        case peer(PeerMatch)
+        case localAddresses([[UInt8]])
+        case leavingTheNamespace
+    }
+
+    public var scope: Scope
+    public var exemptions: Exemptions
+
+    public init(_ scope: Scope, exemptions: Exemptions) {
+        self.scope = scope
+        self.exemptions = exemptions
+    }
+
+    public func takes(_ connection: TCPConnection) -> Bool {
+        let exemptPorts = exemptions.ports.filter { $0.transport == .tcp }.map(\.port)
+        if exemptPorts.contains(connection.local.port) || exemptPorts.contains(connection.remote.port) { return false }
+        if exemptions.networks.contains(where: { $0.contains(connection.remote.address) }) { return false }
+        switch scope {
+        case .peer(let match):
+            guard match.port.map({ $0 == connection.remote.port && match.transports.contains(.tcp) }) ?? true else { return false }
+            return match.networks.contains { $0.contains(connection.remote.address) }
+        case .localAddresses(let addresses):
+            return addresses.contains(connection.local.address) && !connection.remote.isLoopback
+        case .leavingTheNamespace:
+            return !connection.remote.isLoopback
+        }
+    }
+
+    /// `TCP connections with 192.0.2.7:443`, for logs and history.
+    public var description: String {
+        switch scope {
+        case .peer(let match): "TCP connections with \(match)"
+        case .localAddresses: "TCP connections of the interface's addresses"
+        case .leavingTheNamespace: "TCP connections that leave the namespace"
+        }
+    }
+}

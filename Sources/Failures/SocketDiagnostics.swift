@@ -1,0 +1,95 @@
+import CSocketDiag
+import Glibc
+import Netlink
+
+/// The kernel's sock_diag in one network namespace: its TCP connections, and destroying them
+/// (`SOCK_DESTROY`, as `ss -K` does): the local socket fails with ECONNABORTED and the far end
+/// gets a reset. The socket is made in the namespace and stays there.
+public final class SocketDiagnostics {
+    /// The most connections one listing keeps: a namespace with more has the rest counted, and
+    /// a reset takes them in a second round.
+    public static let listLimit = 16_384
+
+    private let descriptor: Int32
+    /// The namespace, for errors: "the daemon's own" or its path.
+    private let place: String
+
+    /// sock_diag of the daemon's own namespace.
+    public init() throws(NetlinkError) {
+        let descriptor = linkcond_sock_diag_open()
+        guard descriptor >= 0 else {
+            throw Self.error(-descriptor, operation: "open a sock_diag socket", object: "the daemon's network namespace")
+        }
+        self.descriptor = descriptor
+        place = "the daemon's network namespace"
+    }
+
+    /// sock_diag of the namespace `namespace` is.
+    public init(in namespace: NetworkNamespaceFile) throws(NetlinkError) {
+        descriptor = try namespace.socket(domain: AF_NETLINK, type: Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), protocol: NETLINK_SOCK_DIAG)
+        place = namespace.path
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// The namespace's TCP connections that a reset may take (see `TCPState`), IPv4's and IPv6's;
+    /// at most `listLimit`, and how many there were.
+    public func resettableConnections() throws(NetlinkError) -> (connections: [TCPConnection], found: Int) {
+        var connections: [TCPConnection] = []
+        var total = 0
+        for family in [AF_INET, AF_INET6] {
+            let capacity = Self.listLimit - connections.count
+            var sockets = [linkcond_diag_socket](repeating: linkcond_diag_socket(), count: max(capacity, 1))
+            var found = 0
+            let result = linkcond_sock_diag_list(
+                descriptor, UInt8(family), UInt8(IPPROTO_TCP), TCPState.resettableMask, &sockets, capacity, &found
+            )
+            guard result == 0 else {
+                throw Self.error(-result, operation: "list the TCP connections", object: place)
+            }
+            connections += sockets.prefix(min(found, capacity)).map(TCPConnection.init)
+            total += found
+        }
+        return (connections, total)
+    }
+
+    /// Throws `unsupported` when this kernel cannot destroy sockets: a destroy of a socket that
+    /// cannot exist (port 0, no cookie) answers ENOENT where it can, EOPNOTSUPP where it cannot,
+    /// so that a reset says so even when it finds nothing to reset.
+    public func checkDestroyIsSupported() throws(NetlinkError) {
+        var nothing = linkcond_diag_socket()
+        nothing.family = UInt8(AF_INET)
+        nothing.protocol = UInt8(IPPROTO_TCP)
+        nothing.cookie = (UInt32.max, UInt32.max)
+        let result = linkcond_sock_diag_destroy(descriptor, &nothing)
+        guard result == -ENOENT || result == 0 else {
+            throw Self.error(-result, operation: "check that sockets can be destroyed", object: place)
+        }
+    }
+
+    /// Destroys `connection`; false when it was gone already.
+    public func destroy(_ connection: TCPConnection) throws(NetlinkError) -> Bool {
+        var id = connection.kernelID
+        let result = linkcond_sock_diag_destroy(descriptor, &id)
+        switch -result {
+        case 0: return true
+        case ENOENT: return false
+        default: throw Self.error(-result, operation: "destroy the TCP connection \(connection.local) → \(connection.remote)", object: place)
+        }
+    }
+
+    private static func error(_ code: Int32, operation: String, object: String) -> NetlinkError {
+        let reason = switch code {
+        case EOPNOTSUPP: "this kernel cannot destroy sockets (it was built without CONFIG_INET_DIAG_DESTROY)"
+        case EAGAIN: "the kernel did not answer"
+        case EBADMSG: "the kernel's answer was not sock_diag's"
+        default: String(cString: strerror(code))
+        }
+        return NetlinkError(
+            code: code == EPERM || code == EACCES ? .notPermitted : (code == EOPNOTSUPP ? .unsupported : .other),
+            operation: "\(operation) in \(object)", errno: code, reason: reason
+        )
+    }
+}
