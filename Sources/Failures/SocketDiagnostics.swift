@@ -6,9 +6,9 @@ import Netlink
 /// (`SOCK_DESTROY`, as `ss -K` does): the local socket fails with ECONNABORTED and the far end
 /// gets a reset. The socket is made in the namespace and stays there.
 public final class SocketDiagnostics {
-    /// The most connections one listing keeps: a namespace with more has the rest counted, and
-    /// a reset takes them in a second round.
-    public static let listLimit = 16_384
+    /// The most connections one listing keeps (about 60 bytes each, for the time of a reset);
+    /// a namespace with more has the rest counted, and a reset takes them in further rounds.
+    public static let listLimit = 65_536
 
     private let descriptor: Int32
     /// The namespace, for errors: "the daemon's own" or its path.
@@ -35,24 +35,32 @@ public final class SocketDiagnostics {
     }
 
     /// The namespace's TCP connections that a reset may take (see `TCPState`), IPv4's and IPv6's;
-    /// at most `listLimit`, and how many there were.
+    /// at most `listLimit`, and how many there were. Each family is counted first, so that the
+    /// listing takes memory for the connections there are, not for the most there may be.
     public func resettableConnections() throws(NetlinkError) -> (connections: [TCPConnection], found: Int) {
         var connections: [TCPConnection] = []
         var total = 0
         for family in [AF_INET, AF_INET6] {
-            let capacity = Self.listLimit - connections.count
-            var sockets = [linkcond_diag_socket](repeating: linkcond_diag_socket(), count: max(capacity, 1))
-            var found = 0
-            let result = linkcond_sock_diag_list(
-                descriptor, UInt8(family), UInt8(IPPROTO_TCP), TCPState.resettableMask, &sockets, capacity, &found
-            )
-            guard result == 0 else {
-                throw Self.error(-result, operation: "list the TCP connections", object: place)
-            }
-            connections += sockets.prefix(min(found, capacity)).map(TCPConnection.init)
-            total += found
+            let room = Self.listLimit - connections.count
+            // Those that opened between the count and the listing are counted, and taken next round.
+            let counted = try list(family: family, into: &connections, capacity: 0)
+            total += try list(family: family, into: &connections, capacity: min(counted, room))
         }
         return (connections, total)
+    }
+
+    /// Lists the family's connections into `connections`, at most `capacity` of them; how many there were.
+    private func list(family: Int32, into connections: inout [TCPConnection], capacity: Int) throws(NetlinkError) -> Int {
+        var sockets = [linkcond_diag_socket](repeating: linkcond_diag_socket(), count: max(capacity, 1))
+        var found = 0
+        let result = linkcond_sock_diag_list(
+            descriptor, UInt8(family), UInt8(IPPROTO_TCP), TCPState.resettableMask, &sockets, capacity, &found
+        )
+        guard result == 0 else {
+            throw Self.error(-result, operation: "list the TCP connections", object: place)
+        }
+        connections += sockets.prefix(min(found, capacity)).map(TCPConnection.init)
+        return found
     }
 
     /// Throws `unsupported` when this kernel cannot destroy sockets: a destroy of a socket that
