@@ -89,7 +89,11 @@ extension Conditioner {
             throw ConditionsRefusal(ResetError(reason: .unavailable, condition: condition.id, detail: "this linkcondd cannot reset connections"))
         }
         var namespace: (path: String, identity: NamespaceIdentity)?
-        if let reference = condition.id.namespace, let identity = condition.namespaceIdentity {
+        if let reference = condition.id.namespace {
+            // Never the daemon's own namespace in its stead, where a namespace's scope would take every connection.
+            guard let identity = condition.namespaceIdentity else {
+                throw ConditionsRefusal(ResetError(reason: .namespaceGone, condition: condition.id, detail: "its network namespace is not known"))
+            }
             namespace = (reference.path, identity)
         }
         do {

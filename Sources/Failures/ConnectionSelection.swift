@@ -27,7 +27,10 @@ public struct ConnectionSelection: Sendable, CustomStringConvertible {
         switch scope {
         case .peer(let match):
             guard match.port.map({ $0 == connection.remote.port && match.transports.contains(.tcp) }) ?? true else { return false }
-            return match.networks.contains { $0.contains(connection.remote.address) }
+            // "Any address" (`*:443`) is any peer beyond the interface, not this machine's loopback.
+            return match.networks.contains { network in
+                network.contains(connection.remote.address) && (network.prefixLength > 0 || !connection.remote.isLoopback)
+            }
         case .localAddresses(let addresses):
             return addresses.contains(connection.local.address) && !connection.remote.isLoopback
         case .leavingTheNamespace:

@@ -28,6 +28,11 @@ public final class SocketDiagnostics {
     public init(in namespace: NetworkNamespaceFile) throws(NetlinkError) {
         descriptor = try namespace.socket(domain: AF_NETLINK, type: Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), protocol: NETLINK_SOCK_DIAG)
         place = namespace.path
+        let connected = linkcond_sock_diag_connect(descriptor)
+        guard connected == 0 else {
+            close(descriptor)
+            throw Self.error(-connected, operation: "connect a sock_diag socket", object: place)
+        }
     }
 
     deinit {
@@ -64,16 +69,16 @@ public final class SocketDiagnostics {
     }
 
     /// Throws `unsupported` when this kernel cannot destroy sockets: a destroy of a socket that
-    /// cannot exist (port 0, no cookie) answers ENOENT where it can, EOPNOTSUPP where it cannot,
-    /// so that a reset says so even when it finds nothing to reset.
+    /// cannot exist (port 0, cookie 0, which the kernel never hands out) answers ENOENT where it
+    /// can (ESTALE should a lookup find some socket, whose cookie then differs: nothing is
+    /// destroyed), EOPNOTSUPP where it cannot; so a reset says so even when it finds nothing.
     public func checkDestroyIsSupported() throws(NetlinkError) {
         var nothing = linkcond_diag_socket()
         nothing.family = UInt8(AF_INET)
         nothing.protocol = UInt8(IPPROTO_TCP)
-        nothing.cookie = (UInt32.max, UInt32.max)
         let result = linkcond_sock_diag_destroy(descriptor, &nothing)
-        guard result == -ENOENT || result == 0 else {
-            throw Self.error(-result, operation: "check that sockets can be destroyed", object: place)
+        guard result == -ENOENT || result == -ESTALE else {
+            throw Self.error(result == 0 ? EBADMSG : -result, operation: "check that sockets can be destroyed", object: place)
         }
     }
 
@@ -83,7 +88,9 @@ public final class SocketDiagnostics {
         let result = linkcond_sock_diag_destroy(descriptor, &id)
         switch -result {
         case 0: return true
-        case ENOENT: return false
+        // Gone, or its addresses lead to another socket now (a listener on its port): either
+        // way, not the connection listed.
+        case ENOENT, ESTALE: return false
         default: throw Self.error(-result, operation: "destroy the TCP connection \(connection.local) → \(connection.remote)", object: place)
         }
     }

@@ -178,6 +178,8 @@ struct ReplyAlarm {
     init(closing channel: any Channel, after timeout: Duration, unless answered: (@Sendable (AnswerCounter) -> Bool)? = nil) {
         let state = state
         scheduled = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+            // Closed already (the far end hung up): that is what the reader hears, not a silence.
+            guard channel.isActive else { return }
             if let answered, let counter = try? channel.pipeline.syncOperations.handler(type: AnswerCounter.self), answered(counter) {
                 return
             }

@@ -26,6 +26,20 @@ struct ConnectionSelectionTests {
         #expect(!ConnectionSelection(.peer(udpOnly), exemptions: .default).takes(connection([10, 0, 0, 2], 50000, [10, 1, 9, 9], 53)))
     }
 
+    @Test("Any address (*:443) is any peer beyond the interface, never loopback; a loopback peer named is taken")
+    func anyAddress() {
+        let any = PeerMatch(
+            networks: [IPNetwork(address: [0, 0, 0, 0], prefixLength: 0), IPNetwork(address: [UInt8](repeating: 0, count: 16), prefixLength: 0)],
+            port: 443, transports: [.tcp], text: "*:443"
+        )
+        let selection = ConnectionSelection(.peer(any), exemptions: .default)
+        #expect(selection.takes(connection([10, 0, 0, 2], 50000, [203, 0, 113, 1], 443)))
+        #expect(!selection.takes(connection([127, 0, 0, 1], 50000, [127, 0, 0, 1], 443)))
+        #expect(!selection.takes(connection([UInt8](repeating: 0, count: 15) + [1], 50000, [UInt8](repeating: 0, count: 15) + [1], 443)))
+        #expect(ConnectionSelection(.peer(PeerMatchForTest.loopback(port: 443)), exemptions: .default)
+            .takes(connection([127, 0, 0, 1], 50000, [127, 0, 0, 1], 443)))
+    }
+
     @Test("The exemptions win: SSH either way, an exempt network")
     func exemptions() {
         let exemptions = Exemptions(ports: [Exemptions.ssh], networks: [IPNetwork(address: [198, 51, 100, 0], prefixLength: 24)])

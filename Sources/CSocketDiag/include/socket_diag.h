@@ -25,20 +25,27 @@ struct linkcond_diag_socket {
 };
 
 /// Opens a sock_diag netlink socket in the caller's network namespace (a socket stays in the
-/// namespace it was made in). Returns the descriptor, or -errno.
+/// namespace it was made in), connected to the kernel. Returns the descriptor, or -errno.
 int linkcond_sock_diag_open(void);
+
+/// Connects a sock_diag socket made elsewhere (in another namespace) to the kernel, so that no
+/// other process can send it datagrams that pass for answers. Returns 0, or -errno.
+int linkcond_sock_diag_connect(int descriptor);
 
 /// Lists the sockets of `protocol` (IPPROTO_TCP) and `family` (AF_INET, AF_INET6) whose state is
 /// in the mask `states` (bit 1 << TCP state), in the namespace of `descriptor`. Stores at most
 /// `capacity` in `sockets` and the number found in `*found` (more than `capacity` when they did
-/// not fit: the rest are counted, not kept). Returns 0, or -errno: -EBADMSG for an answer that
-/// is not a dump's, -EAGAIN when the kernel stopped answering.
+/// not fit: the rest are counted, not kept). An entry in another state, or without a cookie, is
+/// left out. Returns 0, or -errno: -EBADMSG for an answer that is not a dump's, -EAGAIN when the
+/// kernel did not finish within a few seconds, -EMSGSIZE for a datagram too large to be its, or
+/// the error the dump stopped with.
 int linkcond_sock_diag_list(int descriptor, uint8_t family, uint8_t protocol, uint32_t states,
                             struct linkcond_diag_socket *sockets, size_t capacity, size_t *found);
 
 /// Destroys the one socket `socket` names (its cookie must still match). Returns 0, or -errno:
-/// -ENOENT when it is gone already (or its cookie is another socket's), -EOPNOTSUPP when the
-/// kernel cannot destroy sockets, -EPERM without CAP_NET_ADMIN.
+/// -ENOENT when it is gone already, -ESTALE when its addresses now lead to another socket (its
+/// cookie differs: a listener on the same port, say), -EOPNOTSUPP when the kernel cannot destroy
+/// sockets, -EPERM without CAP_NET_ADMIN.
 int linkcond_sock_diag_destroy(int descriptor, const struct linkcond_diag_socket *socket);
 
 #endif
