@@ -24,7 +24,7 @@ from harness.daemon import environment
 from harness.system import BIN, as_stranger, run
 from harness.tc import snapshot
 
-CHECKS = 31
+CHECKS = 32
 
 MODPROBE = Path("/proc/sys/kernel/modprobe")
 NETEM = Path("/sys/module/sch_netem")
@@ -197,7 +197,7 @@ def test_doctor(check, daemon, work):
 
 # ---------------------------------------------------------------- a kernel that cannot reset
 
-@pytest.mark.checks(6)
+@pytest.mark.checks(7)
 def test_reset_without_socket_destroy(check, daemon):
     """User-mode Linux's kernel has no CONFIG_INET_DIAG_DESTROY: a reset is refused with
     reset-unavailable (a 501, as docs/openapi.yaml describes it), saying why, even with nothing to
@@ -214,4 +214,7 @@ def test_reset_without_socket_destroy(check, daemon):
     check.equal("reset over HTTP: status and code", (501, "reset-unavailable"), (reply.status, reply.error_code))
     check.equal("reset over HTTP: the body as docs/openapi.yaml describes an Error", [],
                 contract.Validator(contract.load_spec()).errors("Error", reply.json))
+    stranger = daemon.cli("reset", "--to", "192.0.2.7", user="stranger")
+    check.contains("reset by a user outside the group: refused as forbidden, before the kernel is asked",
+                   stranger.err, "needs root or membership in the group 'linkcond'")
     check.equal("reset: nothing recorded", [], resets())

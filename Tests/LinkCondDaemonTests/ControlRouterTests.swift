@@ -139,6 +139,8 @@ struct ControlRouterTests {
         (HTTPMethod.DELETE, "/v1/condition", ""),
         (HTTPMethod.POST, "/v1/reload", ""),
         (HTTPMethod.POST, "/v1/leases", #"{"profile": "Slow Net"}"#),
+        (HTTPMethod.POST, "/v1/condition/reset", ""),
+        (HTTPMethod.POST, "/v1/conditions/eth0%40192.0.2.7/reset?force=1", ""),
     ])
     func forbidden(method: HTTPMethod, path: String, body: String) async throws {
         let reply = await send(method, path, body, as: TestDaemon.bob)
