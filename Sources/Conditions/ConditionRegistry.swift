@@ -68,6 +68,12 @@ struct ConditionRegistry {
         byID.values.first { $0.namespaceIdentity == identity && $0.id.interface == id.interface && $0.id.namespace != id.namespace }
     }
 
+    /// The condition held for `id`'s device and match in the namespace `identity`, whatever path
+    /// its id names that namespace by.
+    func condition(sameAs id: ConditionID, in identity: NamespaceIdentity) -> Condition? {
+        byID.values.first { $0.namespaceIdentity == identity && $0.id.interface == id.interface && $0.id.peer == id.peer }
+    }
+
     /// A condition on the same tree whose match takes exactly the packets `match` would.
     func overlapping(_ match: PeerMatch, on tree: KernelConvergence) -> Condition? {
         byID.values.first { other in

@@ -55,8 +55,7 @@ extension Conditioner {
     private func heldCondition(_ id: ConditionID) throws(ConditionsRefusal) -> Condition? {
         if let held = registry[id] { return held }
         guard let namespace = id.namespace else { return nil }
-        let identity = try namespaces.identity(of: namespace)
-        return registry.all.first { $0.namespaceIdentity == identity && $0.id.interface == id.interface && $0.id.peer == id.peer }
+        return registry.condition(sameAs: id, in: try namespaces.identity(of: namespace))
     }
 
     /// The connections a reset of `condition` takes: its peer's, its interface's, or its
