@@ -69,7 +69,7 @@ let package = Package(
         .target(
             name: "Shaping",
             dependencies: [
-                "Netlink", "Profiles", "IPAddressText",
+                "Netlink", "Profiles", "IPAddressText", "CNFTables",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -55,6 +55,10 @@ extension Conditioner {
             }
             group.forEach(settle)
         }
+        let ownTables = Set(registry.all.filter { $0.id.namespace == nil }.map { FailureRuleset.tableName(for: $0.target.interface) })
+        for table in defaultCondition.convergence.removeFailureTables(except: ownTables) {
+            logger.notice("startup: removed the nftables table inet \(table), which no condition holds")
+        }
         restoreForwardingIfNoSandbox()
     }
 

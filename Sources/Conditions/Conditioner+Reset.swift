@@ -1,6 +1,7 @@
 import Failures
 import LinkCondVocabulary
 import Netlink
+import Profiles
 import Shaping
 
 // Resets: a condition's TCP connections ended now, as when the system reclaims an app's socket
@@ -47,6 +48,21 @@ extension Conditioner {
         } catch {
             logger.error("scenario step '\(step)' on \(condition.id) could not reset connections: \(error)")
             record(condition, from: profile, to: profile, reason: "reset", requester: nil, detail: "step '\(step)' could not reset connections: \(error)")
+        }
+    }
+
+    /// A failure that comes into force takes the condition's established connections with it,
+    /// as airplane mode or a crashed server does: reset now (the rules already in place answer
+    /// anything the far end still sends), so that an app blocked in a read learns of it at once
+    /// rather than on its next write. Where connections cannot be reset, the rules alone fail
+    /// them on their next segment.
+    func resetAsFailureBegins(_ condition: Condition, _ failure: ConnectionFailure) {
+        do throws(ConditionsRefusal) {
+            let selection = try connectionSelection(of: condition, held: true)
+            let outcome = try resetConnections(selection, of: condition)
+            logger.notice("\(condition.id): \(failure.rawValue) began; reset \(outcome.reset) established connection(s): \(selection)")
+        } catch {
+            logger.info("\(condition.id): \(failure.rawValue) began; its established connections fail on their next segment (\(error))")
         }
     }
 

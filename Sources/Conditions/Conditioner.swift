@@ -328,6 +328,9 @@ public actor Conditioner {
             persist(condition)
             throw error
         }
+        if let failure = wanted.effective?.profile.failure, failure != old.effective?.profile.failure {
+            resetAsFailureBegins(condition, failure)
+        }
         followTraces(&condition)
         if !keepingScenario {
             endScenario(&condition)

@@ -50,7 +50,7 @@ struct NamespaceDirectory {
     /// `engine` without kernels to reach it.
     func engine(at path: String, identity: NamespaceIdentity, else engine: ShapingEngine) -> ShapingEngine {
         guard let kernels else { return engine }
-        return ShapingEngine(kernel: kernels.kernel(at: path, identity: identity), logger: logger)
+        return ShapingEngine(kernel: kernels.kernel(at: path, identity: identity), filter: kernels.filter(at: path, identity: identity), logger: logger)
     }
 
     /// Whether `condition`'s namespace is gone (or its path now names another): `nil` when it
@@ -74,8 +74,9 @@ struct NamespaceDirectory {
     /// were removed when the namespace lives on.
     func endOfNamespace(_ condition: Condition, gone: String) -> String {
         guard let kernels, let identity = condition.namespaceIdentity, let path = kernels.path(of: identity) else { return gone }
-        let engine = ShapingEngine(kernel: kernels.kernel(at: path, identity: identity), logger: logger)
+        let engine = ShapingEngine(kernel: kernels.kernel(at: path, identity: identity), filter: kernels.filter(at: path, identity: identity), logger: logger)
         do {
+            try engine.install(nil, on: condition.target)
             try engine.remove(condition.target)
         } catch {
             logger.error("\(condition.id): its namespace lives on (\(path)), but linkcond's objects there could not be removed: \(error)")

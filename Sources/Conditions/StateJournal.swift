@@ -59,6 +59,8 @@ package struct PersistedState: Codable, Equatable {
         var downlink: StoredDirection
         var uplink: StoredDirection
         var dnsDelayMicroseconds: UInt64
+        /// Absent in the files of daemons from before failures, and for a profile without one.
+        var failure: String?
     }
 
     package struct StoredLease: Codable, Equatable {
@@ -205,18 +207,25 @@ extension PersistedState.StoredProfile {
         self.init(
             name: profile.name, description: profile.description, file: entry.file, stem: entry.stem,
             downlink: .init(profile.downlink), uplink: .init(profile.uplink),
-            dnsDelayMicroseconds: profile.dnsDelay.microseconds
+            dnsDelayMicroseconds: profile.dnsDelay.microseconds,
+            failure: profile.failure?.rawValue
         )
     }
 
     /// The entry back, or an error naming the field that is out of range.
     package func entry() throws(StoredProfileError) -> ProfileEntry {
         guard dnsDelayMicroseconds <= Delay.maximum.microseconds else { throw StoredProfileError(field: "dnsDelay") }
+        var connectionFailure: ConnectionFailure?
+        if let failure {
+            guard let known = ConnectionFailure(rawValue: failure) else { throw StoredProfileError(field: "failure") }
+            connectionFailure = known
+        }
         let profile = Profile(
             name: name, description: description,
             downlink: try downlink.conditions(field: "downlink"),
             uplink: try uplink.conditions(field: "uplink"),
-            dnsDelay: Delay(microseconds: dnsDelayMicroseconds)
+            dnsDelay: Delay(microseconds: dnsDelayMicroseconds),
+            failure: connectionFailure
         )
         return ProfileEntry(profile: profile, file: file, stem: stem)
     }

@@ -51,16 +51,22 @@ public struct ProfileDocument: Codable, Sendable, Equatable {
     public var downlink: DirectionDocument
     public var uplink: DirectionDocument
     public var dnsDelay: String
+    /// `offline` or `refuse`: what happens to connections besides shaping; absent when nothing.
+    public var failure: String?
     /// One line: `down: 32kbit 100ms; up: 32kbit 100ms; dns: +200ms`.
     public var summary: String
 
-    public init(name: String, description: String, file: String, downlink: DirectionDocument, uplink: DirectionDocument, dnsDelay: String, summary: String) {
+    public init(
+        name: String, description: String, file: String, downlink: DirectionDocument, uplink: DirectionDocument, dnsDelay: String,
+        failure: String? = nil, summary: String
+    ) {
         self.name = name
         self.description = description
         self.file = file
         self.downlink = downlink
         self.uplink = uplink
         self.dnsDelay = dnsDelay
+        self.failure = failure
         self.summary = summary
     }
 }

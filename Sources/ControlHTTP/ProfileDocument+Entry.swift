@@ -44,6 +44,7 @@ extension ProfileDocument {
             downlink: DirectionDocument(profile.downlink),
             uplink: DirectionDocument(profile.uplink),
             dnsDelay: profile.dnsDelay.description,
+            failure: profile.failure?.rawValue,
             summary: profile.summary
         )
     }

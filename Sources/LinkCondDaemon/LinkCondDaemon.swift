@@ -26,6 +26,7 @@ public struct LinkCondDaemon: Service {
     public init(
         configuration: DaemonConfiguration,
         kernel: sending any TrafficControlKernel,
+        filter: sending (any PacketFilterKernel)? = nil,
         namespaces: sending (any NamespaceKernels)? = nil,
         sandboxes: sending (any SandboxPlumbing)? = nil,
         resetter: sending (any ConnectionResetter)? = nil,
@@ -37,6 +38,7 @@ public struct LinkCondDaemon: Service {
         let faults = configuration.faultInjection ? FaultSwitch() : nil
         let engine = ShapingEngine(
             kernel: faults.map { FaultInjectingKernel(wrapping: kernel, faults: $0) } ?? kernel,
+            filter: filter,
             logger: logger
         )
         let survey: KernelSurvey

@@ -89,6 +89,21 @@ extension NetworkNamespaceFile {
         }
     }
 
+    /// What `body` returns, run on the calling thread while it is inside this namespace: for a
+    /// library that opens its sockets as it goes (libnftables), every one of them is made here.
+    /// `body` must not suspend or hand its work to another thread.
+    public func whileInside<Value>(_ operation: String, _ body: () -> Value) throws(NetlinkError) -> Value {
+        var value: Value?
+        _ = try entering(operation, failed: { (own: Int32) in own < 0 }) { systemErrno, stranded in
+            let own = linkcond_enter_namespace(descriptor, &systemErrno)
+            guard own >= 0 else { return own }
+            value = body()
+            linkcond_leave_namespace(own, &stranded)
+            return own
+        }
+        return value!
+    }
+
     /// What `call` (a C function that enters this namespace for one system call, and says
     /// whether it could not come back) returns, or the error of `operation` when it `failed`.
     private func entering<Value>(

@@ -9,25 +9,30 @@ public struct Profile: Hashable, Sendable {
     public var uplink: LinkConditions
     /// Added once to every DNS query leaving the host (port 53, UDP and TCP), on top of the uplink delay.
     public var dnsDelay: Delay
+    /// What happens to connections through the condition besides shaping; `nil`: nothing.
+    public var failure: ConnectionFailure?
 
     public init(
         name: String,
         description: String = "",
         downlink: LinkConditions = .unshaped,
         uplink: LinkConditions = .unshaped,
-        dnsDelay: Delay = .zero
+        dnsDelay: Delay = .zero,
+        failure: ConnectionFailure? = nil
     ) {
         self.name = name
         self.description = description
         self.downlink = downlink
         self.uplink = uplink
         self.dnsDelay = dnsDelay
+        self.failure = failure
     }
 
-    /// `down: 32kbit 100ms; up: 32kbit 100ms; dns: +200ms`.
+    /// `down: 32kbit 100ms; up: 32kbit 100ms; dns: +200ms`, `failure: offline; down: …`.
     public var summary: String {
         var text = "down: \(downlink.summary); up: \(uplink.summary)"
         if !dnsDelay.isZero { text += "; dns: +\(dnsDelay)" }
+        if let failure { text = "failure: \(failure.rawValue); " + text }
         return text
     }
 
@@ -38,6 +43,6 @@ public struct Profile: Hashable, Sendable {
 
     /// The same condition with no values changed: two profiles with equal conditions shape alike.
     public func hasSameConditions(as other: Profile) -> Bool {
-        downlink == other.downlink && uplink == other.uplink && dnsDelay == other.dnsDelay
+        downlink == other.downlink && uplink == other.uplink && dnsDelay == other.dnsDelay && failure == other.failure
     }
 }

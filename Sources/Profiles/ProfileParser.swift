@@ -4,7 +4,7 @@
 /// line it is on.
 public enum ProfileParser {
     /// The fields a profile file may contain, with the fields each section may contain.
-    static let topLevelFields = ["name", "description", "downlink", "uplink", "dns"]
+    static let topLevelFields = ["name", "description", "failure", "downlink", "uplink", "dns"]
     static let directionFields = [
         "bandwidth", "trace", "delay", "jitter", "loss",
         "jitter-distribution", "jitter-correlation", "keep-order",
@@ -44,8 +44,14 @@ public enum ProfileParser {
             description: description,
             downlink: try conditions(document.fields["downlink"], path: "downlink", file: file, traces: traces),
             uplink: try conditions(document.fields["uplink"], path: "uplink", file: file, traces: traces),
-            dnsDelay: dns
+            dnsDelay: dns,
+            failure: try failure(of: document)
         )
+    }
+
+    /// A profile's or an inline scenario step's `failure:`; none when absent.
+    static func failure(of section: YAMLSection) throws(ProfileError) -> ConnectionFailure? {
+        try section.value("failure", default: nil) { text throws(UnitParseError) in try ConnectionFailure(parsing: text) }
     }
 
     /// One direction's values (`downlink:` or `uplink:` at `path`); unshaped when absent.

@@ -9,9 +9,9 @@
 public enum ScenarioParser {
     /// The fields a scenario file may contain, and those each step may contain.
     static let topLevelFields = ["name", "description", "seed", "repeat", "loop", "steps"]
-    static let stepFields = ["label", "profile", "downlink", "uplink", "dns", "for", "until", "repeat", "reset"]
+    static let stepFields = ["label", "profile", "failure", "downlink", "uplink", "dns", "for", "until", "repeat", "reset"]
     /// A step's own values: any of these makes it an inline step.
-    static let inlineFields = ["downlink", "uplink", "dns"]
+    static let inlineFields = ["failure", "downlink", "uplink", "dns"]
 
     /// More steps than this are refused: a list that long is generated, not written, and a
     /// mistake more often than not.
@@ -131,12 +131,13 @@ public enum ScenarioParser {
                 name: label ?? "\(scenarioName), step \(number)",
                 downlink: try ProfileParser.conditions(section.fields["downlink"], path: section.dotted("downlink"), file: file, traces: traces),
                 uplink: try ProfileParser.conditions(section.fields["uplink"], path: section.dotted("uplink"), file: file, traces: traces),
-                dnsDelay: dnsDelay
+                dnsDelay: dnsDelay,
+                failure: try ProfileParser.failure(of: section)
             ))
         } else {
             throw ProfileError(
                 code: .missingField, file: file, line: node.line, field: path,
-                message: "has neither a profile nor values; name one (profile: Slow Net) or give the step's own downlink:, uplink: or dns:"
+                message: "has neither a profile nor values; name one (profile: Slow Net) or give the step's own failure:, downlink:, uplink: or dns:"
             )
         }
 

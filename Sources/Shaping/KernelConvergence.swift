@@ -24,6 +24,8 @@ package final class KernelConvergence {
     /// What `applied` was planned from.
     private var whole: Profile?
     private var matches: [UInt16: MatchedCondition] = [:]
+    /// The failure rules the kernel has now for the target, `nil` when it has none.
+    package private(set) var appliedRules: FailureRuleset?
 
     /// How start-up found the kernel, for logs and history.
     package enum Recovery: Equatable {
@@ -80,6 +82,33 @@ package final class KernelConvergence {
         } else {
             next = planner.plan(on: target, whole: nextWhole, matches: Array(nextMatches.values))
         }
+        // The failure rules first, in one transaction of their own, so that a tree refused by
+        // the kernel can be followed by the rules that were there, written back.
+        let nextRules = try planner.failureRules(on: target, whole: nextWhole, matches: Array(nextMatches.values))
+        if nextRules != appliedRules {
+            try engine.install(nextRules, on: target)
+        }
+        do {
+            try convergeTree(from: applied, to: next, changeInPlace: changeInPlace, replacingForeign: replacingForeign)
+        } catch {
+            guard nextRules != appliedRules else { throw error }
+            var failure = error
+            do {
+                try engine.install(appliedRules, on: target)
+            } catch {
+                failure.rollbackFailures.append(error.message)
+            }
+            throw failure
+        }
+        appliedRules = nextRules
+        applied = next
+        whole = nextWhole
+        matches = nextMatches
+    }
+
+    private func convergeTree(
+        from applied: TrafficPlan?, to next: TrafficPlan?, changeInPlace: (TrafficPlan, TrafficPlan) throws(ShapingError) -> Void, replacingForeign: Bool
+    ) throws(ShapingError) {
         switch (applied, next) {
         case (nil, nil):
             return
@@ -97,9 +126,6 @@ package final class KernelConvergence {
                 try engine.apply(plan, replacingForeign: replacingForeign)
             }
         }
-        applied = next
-        whole = nextWhole
-        matches = nextMatches
     }
 
     /// Start-up: re-adopts a tree that is exactly the wanted one (rewriting its values, which a
@@ -107,6 +133,10 @@ package final class KernelConvergence {
     /// anything less. `wanted` has every condition of the target that has a profile.
     package func recover(whole: Profile?, matches: [MatchedCondition]) throws(ShapingError) -> Recovery {
         let survey = try engine.survey(target)
+        // Written anew whatever the kernel holds: one transaction makes the table exactly this.
+        let rules = try planner.failureRules(on: target, whole: whole, matches: matches)
+        try engine.install(rules, on: target)
+        appliedRules = rules
         guard let plan = planner.plan(on: target, whole: whole, matches: matches) else {
             guard survey.hasLinkcondObjects else { return .nothingToDo }
             try engine.remove(target)
@@ -183,6 +213,7 @@ package final class KernelConvergence {
     /// in it, is gone.
     package func forget() {
         applied = nil
+        appliedRules = nil
         whole = nil
         matches = [:]
     }
@@ -190,7 +221,33 @@ package final class KernelConvergence {
     /// Removes every linkcond object from the target, whatever this daemon believes it applied.
     package func removeAll() throws(ShapingError) {
         forget()
+        var failure: ShapingError?
+        do { try engine.install(nil, on: target) } catch { failure = error }
         try engine.remove(target)
+        if let failure { throw failure }
+    }
+
+    /// Removes the failure tables in this target's namespace that none of `kept` names: those a
+    /// daemon left for conditions it took with it. Returns what it removed; a table that cannot
+    /// be removed is logged and left.
+    package func removeFailureTables(except kept: Set<String>) -> [String] {
+        let tables: [String]
+        do {
+            tables = try engine.failureTables()
+        } catch {
+            logger.warning("cannot list linkcond's failure tables: \(error.message)")
+            return []
+        }
+        var removed: [String] = []
+        for table in tables where !kept.contains(table) {
+            do {
+                try engine.removeFailureTable(table)
+                removed.append(table)
+            } catch {
+                logger.error("\(error.message)")
+            }
+        }
+        return removed
     }
 
     /// Whether a failed switch failed because the tree is no longer what was applied (deleted

@@ -13,9 +13,13 @@ public protocol NamespaceKernels: AnyObject {
     /// The namespace's IPv4 and IPv6 route tables as its `/proc/net/route` and
     /// `/proc/net/ipv6_route` read: where its default route leads.
     func routeTables(at path: String) throws(NetlinkError) -> (ipv4: String, ipv6: String)
+    /// The nftables of the namespace at `path`, for a condition's failures; `nil` where it cannot be reached.
+    func filter(at path: String, identity: NamespaceIdentity) -> (any PacketFilterKernel)?
 }
 
 extension NamespaceKernels {
+    public func filter(at path: String, identity: NamespaceIdentity) -> (any PacketFilterKernel)? { nil }
+
     /// A way into the namespace `identity`: `preferred` while it still leads there, else any
     /// other file that does; `nil` once the namespace is gone.
     public func path(of identity: NamespaceIdentity, preferring preferred: String) -> String? {
@@ -38,6 +42,10 @@ public final class NetlinkNamespaces: NamespaceKernels {
 
     public func path(of identity: NamespaceIdentity) -> String? {
         NetworkNamespaceFile.path(of: identity)
+    }
+
+    public func filter(at path: String, identity: NamespaceIdentity) -> (any PacketFilterKernel)? {
+        NFTablesKernel(namespaceAt: path, identity: identity)
     }
 
     public func routeTables(at path: String) throws(NetlinkError) -> (ipv4: String, ipv6: String) {

@@ -9,10 +9,14 @@ import Netlink
 /// qdisc.
 public final class ShapingEngine {
     public let kernel: any TrafficControlKernel
+    /// Where a target's failure rules go: the same namespace as `kernel`; `nil` where failures
+    /// cannot be put in force.
+    public let filter: (any PacketFilterKernel)?
     public var logger: Logger
 
-    public init(kernel: any TrafficControlKernel, logger: Logger = Logger(label: "linkcond.shaping")) {
+    public init(kernel: any TrafficControlKernel, filter: (any PacketFilterKernel)? = nil, logger: Logger = Logger(label: "linkcond.shaping")) {
         self.kernel = kernel
+        self.filter = filter
         self.logger = logger
     }
 

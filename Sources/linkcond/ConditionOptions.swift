@@ -24,6 +24,8 @@ struct ConditionOptions: ParsableArguments {
     @Option(name: .customLong("up-jitter"), help: ArgumentHelp("Uplink jitter.", valueName: "time")) var upJitter: String?
     @Option(name: .customLong("up-loss"), help: ArgumentHelp("Uplink loss.", valueName: "percent")) var upLoss: String?
     @Option(name: .customLong("dns-delay"), help: ArgumentHelp("Extra delay for DNS queries.", valueName: "time")) var dnsDelay: String?
+    @Flag(help: "Airplane mode: new connections fail at once with \"network unreachable\", nothing arrives.") var offline = false
+    @Flag(help: "The server is down: connections are refused (TCP reset, ICMP port unreachable).") var refuse = false
 
     /// Each profile field set, with the option that set it (the per-direction one wins).
     var fields: [(field: String, option: String, value: String)] {
@@ -43,16 +45,27 @@ struct ConditionOptions: ParsableArguments {
             }
         }
         if let dnsDelay { fields.append(("dns.delay", "--dns-delay", dnsDelay)) }
+        if offline { fields.append(("failure", "--offline", "offline")) }
+        if refuse { fields.append(("failure", "--refuse", "refuse")) }
         return fields
     }
 
     var isEmpty: Bool { fields.isEmpty }
 
+    func validate() throws {
+        if offline && refuse {
+            throw ValidationError("--offline and --refuse are two failures; a condition has one at a time")
+        }
+    }
+
     /// The options as a profile, in YAML: what a profile file with these values would say.
     var definition: ProfileDefinition {
         let fields = self.fields
         var yaml = "name: ad hoc\n"
-        yaml += "description: \(Self.quoted(fields.map { "\($0.option) \($0.value)" }.joined(separator: " ")))\n"
+        yaml += "description: \(Self.quoted(fields.map { $0.field == "failure" ? $0.option : "\($0.option) \($0.value)" }.joined(separator: " ")))\n"
+        for (field, _, value) in fields where !field.contains(".") {
+            yaml += "\(field): \(Self.quoted(value))\n"
+        }
         for section in ["downlink", "uplink", "dns"] {
             let inSection = fields.filter { $0.field.hasPrefix(section + ".") }
             guard !inSection.isEmpty else { continue }

@@ -152,6 +152,7 @@ enum Format {
         lines.append(direction("downlink", profile.downlink))
         lines.append(direction("uplink", profile.uplink))
         lines.append("DNS delay: \(profile.dnsDelay == "0ms" ? "none" : "+" + profile.dnsDelay)")
+        if let failure = profile.failure { lines.append("failure: \(failure)") }
         lines.append("file: \(profile.file)")
         return lines.joined(separator: "\n")
     }

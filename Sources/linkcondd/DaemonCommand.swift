@@ -146,7 +146,7 @@ struct DaemonCommand: ParsableCommand {
             metricsListen: try metricsListen.map(SocketSource.metricsListener(parsing:))
         )
         return try await LinkCondDaemon(
-            configuration: configuration, kernel: try openKernel(), namespaces: NetlinkNamespaces(),
+            configuration: configuration, kernel: try openKernel(), filter: NFTablesKernel(), namespaces: NetlinkNamespaces(),
             sandboxes: sandboxPlumbing(interface: interface), resetter: KernelConnectionResetter(),
             group: MultiThreadedEventLoopGroup.singleton, logger: logger
         )
@@ -158,7 +158,7 @@ struct DaemonCommand: ParsableCommand {
         }
         let interfaces = [interface ?? DefaultRoute.interface()].compactMap { $0 }
         try Cleanup.run(
-            interfaces: interfaces, stateDirectory: absolutePath(stateDir), kernel: try openKernel(), namespaces: NetlinkNamespaces(),
+            interfaces: interfaces, stateDirectory: absolutePath(stateDir), kernel: try openKernel(), filter: NFTablesKernel(), namespaces: NetlinkNamespaces(),
             sandboxes: interfaces.first.map(sandboxPlumbing(interface:)), logger: logger
         )
     }

@@ -14,6 +14,7 @@ Functional: a failure at once is bounded by the reset's own answer, not by a clo
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from harness.profiles import scenario_directory
 from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
 
 VM = "qemu"
-CHECKS = 36
+CHECKS = 36 + 28 + 3 + 20 + 4 + 6
 
 CONNECTIONS = Path(__file__).resolve().parent / "harness" / "connections.py"
 PORT = 9400
@@ -63,10 +64,11 @@ class Ends:
         self.processes = []
         self.probe = self.dir / "probe"
 
-    def serve(self, namespace, address: str, port: int, label: str) -> Path:
+    def serve(self, namespace, address: str, port: int, label: str, udp: bool = False) -> Path:
         report, ready = self.dir / f"{label}.server", self.dir / f"{label}.listening"
         self.processes.append(spawn(namespace.argv(SYSTEM_PYTHON, CONNECTIONS, "serve", "--address", address,
-                                                   "--port", str(port), "--report", report, "--ready", ready)))
+                                                   "--port", str(port), "--report", report, "--ready", ready,
+                                                   *(["--udp"] if udp else []))))
         if not wait_until(ready.exists, 20):
             raise AssertionError(f"no server listening on {address}:{port}")
         return report
@@ -232,4 +234,221 @@ def test_reset_as_a_scenario_step_begins(check, daemon, topo, work):
                                                                   "Network changed, connections reset, until linkcond next"],
                     summary[0]["steps"] if summary else None)
     finally:
+        ends.stop()
+
+
+# Offline and Server Down: nftables rules in the target's namespace (one table per target,
+# `linkcond_failures_IF`), and the condition's established connections reset as they begin.
+
+#: What an app is promised: a new connection fails within this, not after a timeout.
+AT_ONCE_MS = 100
+#: A lookup through an offline condition fails within this (no resolver timeout).
+LOOKUP_MS = 1000
+
+
+def tries(namespace, host: str, port: int, proto: str = "tcp", count: int = 20, timeout: float = 5) -> list[dict]:
+    """COUNT attempts from NAMESPACE (connections.py tries): each one's result and milliseconds."""
+    result = namespace.run(SYSTEM_PYTHON, CONNECTIONS, "tries", "--host", host, "--port", str(port), "--proto", proto,
+                           "--count", str(count), "--timeout", str(timeout), timeout=60 + count * timeout)
+    return json.loads(result.out) if result.rc == 0 else [{"result": f"probe failed: {result.output}", "ms": None}]
+
+
+def results(attempts: list[dict]) -> list[str]:
+    return sorted(set(a["result"] for a in attempts))
+
+
+def p99(attempts: list[dict]) -> float | None:
+    """The 99th percentile of the attempts' times (of 20: the slowest but none)."""
+    times = sorted(a["ms"] for a in attempts if a["ms"] is not None)
+    return times[min(len(times) - 1, int(len(times) * 0.99))] if times else None
+
+
+def p50(attempts: list[dict]) -> float | None:
+    times = sorted(a["ms"] for a in attempts if a["ms"] is not None)
+    return times[len(times) // 2] if times else None
+
+
+def failure_tables(namespace) -> list[str]:
+    """linkcond's failure tables in NAMESPACE, as nft lists them."""
+    listed = namespace.run("nft", "list", "tables", "inet")
+    return [line.split()[-1] for line in listed.out.splitlines() if "linkcond_failures_" in line]
+
+
+def timing(attempts: list[dict]) -> str:
+    return f"p50 {p50(attempts):.1f} ms, p99 {p99(attempts):.1f} ms" if attempts and p50(attempts) is not None else "none"
+
+
+@pytest.mark.debian_kernel
+@pytest.mark.checks(14)
+@pytest.mark.parametrize("family", ["IPv4", "IPv6"])
+def test_offline_on_the_interface(check, daemon, topo, work, family):
+    """`linkcond activate Offline` on the daemon's interface: an established connection's blocked
+    read fails as it begins; 20 new TCP connections fail with ENETUNREACH, within 100 ms each on
+    IPv4 (IPv6: at the SYN's retransmission, the gap docs/failures.md names); a connected UDP
+    socket's send fails (EPERM) and, on IPv4, its receive gets ENETUNREACH; SSH's port stays
+    reachable; the table is in the kernel while it lasts; off, a new connection works and the
+    table is gone. Black Hole's same connection times out instead (the comparison the docs give)."""
+    server = topo.s4 if family == "IPv4" else topo.s6
+    port = PORT + (10 if family == "IPv4" else 20)
+    ends = Ends(work, f"offline-{family}")
+    try:
+        ends.serve(topo.server, "::" if family == "IPv6" else "0.0.0.0", port, "app", udp=True)
+        ends.serve(topo.server, "::" if family == "IPv6" else "0.0.0.0", 22, "ssh")
+        held = ends.hold(topo.client, server, port, 1, "held")
+        check.equal(f"{family}: before, a connection gets through", ["ok"], results(tries(topo.client, server, port, count=1)),
+                    require=True)
+        check.equal(f"{family}: before, a datagram is echoed", ["ok"], results(tries(topo.client, server, port, "udp", count=1)))
+
+        daemon.cli("activate", "Offline").ok()
+        check.equal(f"{family}: the established connection's blocked read", ["ECONNABORTED"],
+                    [e["event"] for e in ended(held, 1)])
+        connects = tries(topo.client, server, port)
+        check.equal(f"{family}: 20 new TCP connections", ["ENETUNREACH"], results(connects))
+        if family == "IPv4":
+            check.at_most(f"{family}: TCP connect fails within 100 ms (p99; {timing(connects)})", p99(connects), AT_ONCE_MS, "ms")
+            datagrams = tries(topo.client, server, port, "udp")
+            check.equal(f"{family}: 20 connected UDP sockets (the drop fails the send; the ICMP error follows)",
+                        ["send EPERM, then ENETUNREACH"], results(datagrams))
+            check.at_most(f"{family}: UDP fails within 100 ms (p99; {timing(datagrams)})", p99(datagrams), AT_ONCE_MS, "ms")
+        else:
+            # IPv6's known gap (docs/failures.md): the error for the first SYN reaches the socket
+            # while connect still holds it and is kept as a soft error; the retransmitted SYN's,
+            # a second later, ends the connection. A datagram's error does not reach the socket.
+            check.at_most(f"{family}: TCP connect fails at the SYN's retransmission (p99; {timing(connects)})",
+                          p99(connects), 1500, "ms")
+            datagrams = tries(topo.client, server, port, "udp", count=3, timeout=1)
+            check.true(f"{family}: each connected UDP socket's send fails at once (EPERM)",
+                       bool(datagrams) and all(d["result"].startswith("send EPERM") for d in datagrams), results(datagrams),
+                       "send EPERM, then …")
+            check.at_most(f"{family}: nothing waits longer than its receive (1 s; {timing(datagrams)})", p99(datagrams), 1100, "ms")
+        check.equal(f"{family}: SSH's port stays reachable (the exemption)", ["ok"], results(tries(topo.client, server, 22, count=3)))
+        check.equal(f"{family}: the kernel holds the condition's table", [f"linkcond_failures_{topo.interface}"],
+                    failure_tables(topo.client))
+        status = daemon.api.status()
+        check.equal(f"{family}: status names the failure", "offline", ((status.get("profile") or {}).get("failure")))
+
+        daemon.cli("off").ok()
+        check.equal(f"{family}: off, new connections work", ["ok"], results(tries(topo.client, server, port, count=3)))
+        check.equal(f"{family}: off, the table is gone", [], failure_tables(topo.client))
+
+        daemon.cli("activate", "Black Hole").ok()
+        hole = tries(topo.client, server, port, count=1, timeout=3)
+        daemon.cli("off").ok()
+        check.equal(f"{family}: Black Hole's same connection times out (3 s)", ["timeout"], results(hole))
+        check.true(f"{family}: ... after the whole timeout", bool(hole) and (hole[0]["ms"] or 0) >= 2900,
+                   timing(hole), ">= 2900 ms")
+    finally:
+        daemon.cli("off")
+        ends.stop()
+
+
+@pytest.mark.debian_kernel
+@pytest.mark.checks(3)
+def test_offline_lookups_fail_at_once(check, daemon, topo, work):
+    """A name looked up through an offline condition (the client's resolver is the server, over
+    the interface): getaddrinfo fails at once, 20 times, without a resolver timeout."""
+    netns_etc = Path("/etc/netns") / topo.client.name
+    netns_etc.mkdir(parents=True, exist_ok=True)
+    (netns_etc / "resolv.conf").write_text(f"nameserver {topo.s4}\noptions timeout:5 attempts:1\n")
+    try:
+        daemon.cli("activate", "Offline").ok()
+        result = topo.client.run(SYSTEM_PYTHON, CONNECTIONS, "lookup", "--name", "app.linkcond.test", "--count", "20", timeout=300)
+        lookups = json.loads(result.out) if result.rc == 0 else []
+        check.true("lookups: 20 answered", len(lookups) == 20, result.output if result.rc else len(lookups), 20, require=True)
+        check.equal("lookups: what getaddrinfo got", ["EAI_AGAIN"], results(lookups))
+        check.at_most(f"lookups: each within a second (p99; {timing(lookups)})", p99(lookups), LOOKUP_MS, "ms")
+    finally:
+        daemon.cli("off")
+        shutil.rmtree(netns_etc, ignore_errors=True)
+
+
+@pytest.mark.debian_kernel
+@pytest.mark.checks(10)
+@pytest.mark.parametrize("family", ["IPv4", "IPv6"])
+def test_server_down_for_a_peer(check, daemon, topo, work, family):
+    """Server Down for one peer's port (the profile for IPv4, `--refuse` for IPv6): 20 new
+    connections refused (ECONNREFUSED) within 100 ms each, 20 datagrams refused, while the port
+    is served; the established connection to it is reset as it begins; another port of the same
+    server still answers; off, the port answers again."""
+    server = topo.s4 if family == "IPv4" else topo.s6
+    port = PORT + (30 if family == "IPv4" else 40)
+    peer = f"{server}:{port}" if family == "IPv4" else f"[{server}]:{port}"
+    ends = Ends(work, f"refuse-{family}")
+    try:
+        ends.serve(topo.server, "::" if family == "IPv6" else "0.0.0.0", port, "app", udp=True)
+        ends.serve(topo.server, "::" if family == "IPv6" else "0.0.0.0", port + 1, "other")
+        held = ends.hold(topo.client, server, port, 1, "held")
+        how = ("Server Down",) if family == "IPv4" else ("--refuse",)
+        daemon.cli("activate", *how, "--to", peer).ok()
+        check.equal(f"{family}: the established connection's blocked read", ["ECONNABORTED"],
+                    [e["event"] for e in ended(held, 1)])
+        connects = tries(topo.client, server, port)
+        check.equal(f"{family}: 20 new TCP connections", ["ECONNREFUSED"], results(connects))
+        check.at_most(f"{family}: refused within 100 ms (p99; {timing(connects)})", p99(connects), AT_ONCE_MS, "ms")
+        datagrams = tries(topo.client, server, port, "udp")
+        check.equal(f"{family}: 20 datagrams on connected UDP sockets (the drop fails the send; the ICMP error follows)",
+                    ["send EPERM, then ECONNREFUSED"], results(datagrams))
+        check.at_most(f"{family}: refused within 100 ms (p99; {timing(datagrams)})", p99(datagrams), AT_ONCE_MS, "ms")
+        check.equal(f"{family}: another port of the same server answers", ["ok"], results(tries(topo.client, server, port + 1, count=3)))
+        conditions = {c["id"]: c for c in daemon.api.conditions()}
+        entry = next((c for c in conditions.values() if c["id"] != topo.interface), {})
+        check.equal(f"{family}: the condition's profile names the failure", "refuse",
+                    (entry.get("profile") or {}).get("failure"))
+        check.contains(f"{family}: status shows it", daemon.cli("status", "--to", peer).out, "failure: refuse")
+        daemon.cli("off", "--to", peer).ok()
+        check.equal(f"{family}: off, the port answers again", ["ok"], results(tries(topo.client, server, port, count=3)))
+        check.equal(f"{family}: off, no table left", [], failure_tables(topo.client))
+    finally:
+        daemon.cli("off", "--to", peer)
+        ends.stop()
+
+
+@pytest.mark.debian_kernel
+@pytest.mark.checks(4)
+def test_offline_in_a_sandbox(check, daemon, topo, work):
+    """`linkcond run --isolated --profile Offline -- CMD`: the command's 20 connections fail with
+    ENETUNREACH within 100 ms each, inside its own namespace; the host beside it still connects."""
+    ends = Ends(work, "sandbox")
+    try:
+        ends.serve(topo.server, "0.0.0.0", PORT + 50, "app")
+        result = daemon.cli("run", "--isolated", "--profile", "Offline", "--", SYSTEM_PYTHON, CONNECTIONS, "tries",
+                            "--host", topo.s4, "--port", str(PORT + 50), "--count", "20", timeout=300)
+        connects = json.loads(result.out) if result.rc == 0 else []
+        check.true("sandbox: the command ran", len(connects) == 20, result.output if result.rc else len(connects), 20, require=True)
+        check.equal("sandbox: its 20 connections", ["ENETUNREACH"], results(connects))
+        check.at_most(f"sandbox: each within 100 ms (p99; {timing(connects)})", p99(connects), AT_ONCE_MS, "ms")
+        check.equal("sandbox: the host connects beside it", ["ok"], results(tries(topo.client, topo.s4, PORT + 50, count=3)))
+    finally:
+        ends.stop()
+
+
+@pytest.mark.debian_kernel
+@pytest.mark.checks(6)
+def test_offline_survives_a_crash(check, daemon, topo, work):
+    """Offline in force on another namespace (`--netns`), the daemon SIGKILLed: the rules stay,
+    so the namespace stays offline; restarted, status and kernel agree; off removes the table; a
+    table left with no condition (a crash, then its state file gone) is removed at start-up."""
+    ends = Ends(work, "crash")
+    try:
+        ends.serve(topo.client, "0.0.0.0", PORT + 60, "app")
+        daemon.cli("activate", "Offline", "--netns", topo.server.name, "--interface", topo.link.far_if).ok()
+        daemon.kill()
+        check.equal("crash: the namespace stays offline while no daemon runs", ["ENETUNREACH"],
+                    results(tries(topo.server, topo.c4, PORT + 60, count=3)))
+        daemon.start()
+        conditions = {c["id"]: c for c in daemon.api.conditions()}
+        restored = next((c for c in conditions.values() if c["id"] != topo.interface), {})
+        check.equal("crash: restarted, the condition is Offline again", "Offline", (restored.get("profile") or {}).get("name"))
+        check.equal("crash: restarted, the kernel holds its table once", [f"linkcond_failures_{topo.link.far_if}"],
+                    failure_tables(topo.server))
+        daemon.cli("off", "--netns", topo.server.name, "--interface", topo.link.far_if).ok()
+        check.equal("crash: off, the table is gone", [], failure_tables(topo.server))
+        check.equal("crash: off, the namespace connects", ["ok"], results(tries(topo.server, topo.c4, PORT + 60, count=3)))
+
+        # A table no state file accounts for: the daemon that made it is gone, and so is its record.
+        topo.client.run("nft", "add", "table", "inet", "linkcond_failures_stale").ok()
+        daemon.restart()
+        check.equal("crash: a stale table is removed at start-up", [], failure_tables(topo.client))
+    finally:
+        daemon.cli("off", "--netns", topo.server.name, "--interface", topo.link.far_if)
         ends.stop()

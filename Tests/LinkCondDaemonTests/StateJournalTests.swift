@@ -41,7 +41,7 @@ struct StateJournalTests {
 
     @Test("Every shipped profile and extreme values come back with bit-identical netlink attributes")
     func roundTrip() throws {
-        #expect(Self.shipped.count == 31)
+        #expect(Self.shipped.count == 33)
         let entries = Self.shipped + Self.extremes.map { ProfileEntry(profile: $0, file: "/x/\($0.name).yaml", stem: $0.name) }
         for entry in entries {
             let state = PersistedState(interface: "eth0", baseline: .init(entry), baselineSince: Date(), lease: nil)

@@ -100,7 +100,7 @@ struct ProfileParserTests {
             label: "unknown top-level key lists the allowed ones",
             yaml: "name: X\nbandwith: 32kbit\n",
             line: 2, field: "bandwith", code: .unknownField,
-            fragment: "allowed here: name, description, downlink, uplink, dns"
+            fragment: "allowed here: name, description, failure, downlink, uplink, dns"
         ),
         ParserErrorCase(
             label: "misspelt top-level key suggests the right one",
@@ -363,5 +363,38 @@ struct ProfileParserTests {
     func unknownKeysOnOneLineAreReportedInOrder() {
         let error = parseError("name: X\ndownlink: { speed: 1Mbit, lag: 5ms, foo: 1, bar: 2 }\n")
         #expect(error?.field == "downlink.speed")
+    }
+}
+
+@Suite("Profile failures")
+struct ProfileFailureTests {
+    @Test("failure: offline or refuse, any case; absent is none; it is part of the summary and of the conditions")
+    func failures() throws {
+        let offline = try ProfileParser.parse(yaml: "name: X\nfailure: Offline\n", file: "x.yaml")
+        #expect(offline.failure == .offline)
+        #expect(offline.summary == "failure: offline; down: unshaped; up: unshaped")
+        #expect(try ProfileParser.parse(yaml: "name: X\nfailure: refuse\ndownlink: { delay: 10ms }\n", file: "x.yaml").failure == .refuse)
+        let plain = try ProfileParser.parse(yaml: "name: X\n", file: "x.yaml")
+        #expect(plain.failure == nil)
+        #expect(!plain.hasSameConditions(as: offline))
+    }
+
+    @Test("an unknown failure names the file, line, field and what is known")
+    func unknownFailure() throws {
+        let error = try #require(throws: ProfileError.self) { try ProfileParser.parse(yaml: "name: X\nfailure: airplane\n", file: "x.yaml") }
+        #expect(error.line == 2 && error.field == "failure" && error.code == .badValue)
+        #expect(error.message.contains("offline or refuse"))
+        let list = try #require(throws: ProfileError.self) { try ProfileParser.parse(yaml: "name: X\nfailure: [offline]\n", file: "x.yaml") }
+        #expect(list.code == .wrongType)
+    }
+
+    @Test("a scenario step's own values may fail connections too")
+    func scenarioStep() throws {
+        let scenario = try ScenarioParser.parse(yaml: "name: S\nsteps:\n  - failure: offline\n    for: 5s\n  - profile: Slow Net\n", file: "s.yaml")
+        guard case .inline(let profile) = scenario.steps[0].profile else {
+            Issue.record("the first step is not inline")
+            return
+        }
+        #expect(profile.failure == .offline)
     }
 }

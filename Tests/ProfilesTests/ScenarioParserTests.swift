@@ -261,7 +261,7 @@ struct ScenarioParserTests {
         ParserErrorCase(label: "a step that is only a name", yaml: "name: X\nsteps:\n  - profile: Edge\n  - Slow Net\n", line: 4, field: "steps[2]", code: .wrongType, fragment: "each step must be a mapping of fields"),
         // Each step.
         ParserErrorCase(label: "misspelt step field", yaml: "name: X\nsteps:\n  - profile: Edge\n  - profile: Edge\n    util: next\n", line: 5, field: "steps[2].util", code: .unknownField, fragment: "did you mean 'until'?"),
-        ParserErrorCase(label: "a direction's field on the step itself", yaml: "name: X\nsteps:\n  - profile: Edge\n    loss: 1%\n", line: 4, field: "steps[1].loss", code: .unknownField, fragment: "allowed here: label, profile, downlink, uplink, dns, for, until, repeat, reset"),
+        ParserErrorCase(label: "a direction's field on the step itself", yaml: "name: X\nsteps:\n  - profile: Edge\n    loss: 1%\n", line: 4, field: "steps[1].loss", code: .unknownField, fragment: "allowed here: label, profile, failure, downlink, uplink, dns, for, until, repeat, reset"),
         ParserErrorCase(label: "reset: yes", yaml: "name: X\nsteps:\n  - profile: Edge\n    reset: yes\n", line: 4, field: "steps[1].reset", code: .badValue, fragment: "'yes' is not true or false"),
         ParserErrorCase(label: "duplicate step field", yaml: "name: X\nsteps:\n  - profile: Edge\n    for: 1s\n    for: 2s\n", line: 4, field: "steps[1].for", code: .syntax, fragment: "appears more than once"),
         ParserErrorCase(label: "both a profile and values", yaml: "name: X\nsteps:\n  - profile: Edge\n  - profile: Edge\n    for: 1s\n    uplink: { loss: 1% }\n", line: 6, field: "steps[2]", code: .badValue, fragment: "has both profile: and its own values (uplink:)"),

@@ -9,6 +9,7 @@ struct ShippedProfile: Sendable, CustomTestStringConvertible {
     var downlink: LinkConditions
     var uplink: LinkConditions
     var dnsDelay: Delay = .zero
+    var failure: ConnectionFailure?
     /// Values not yet read off a Mac must say so in the description.
     var confirmed: Bool
 
@@ -98,6 +99,9 @@ struct ShippedProfilesTests {
                        downlink: link(Bandwidth(bitsPerSecond: 2_097_152), Delay(microseconds: 2_500)), uplink: link(Bandwidth(bitsPerSecond: 1_048_576), Delay(microseconds: 2_500)), confirmed: true),
         ShippedProfile(name: "Firefox Wi-Fi", stem: "firefox-wi-fi",
                        downlink: link(Bandwidth(bitsPerSecond: 31_457_280), .milliseconds(1)), uplink: link(Bandwidth(bitsPerSecond: 15_728_640), .milliseconds(1)), confirmed: true),
+        // The failures (docs/failures.md): nothing shaped, connections failed.
+        ShippedProfile(name: "Offline", stem: "offline", downlink: .unshaped, uplink: .unshaped, failure: .offline, confirmed: true),
+        ShippedProfile(name: "Server Down", stem: "server-down", downlink: .unshaped, uplink: .unshaped, failure: .refuse, confirmed: true),
     ]
 
     @Test("the directory is found next to the package manifest")
@@ -113,9 +117,9 @@ struct ShippedProfilesTests {
         #expect(Self.catalog.shadowed.isEmpty)
     }
 
-    @Test("exactly the reference profiles are shipped: Apple's twelve and 19 presets of browsers and WebPageTest")
+    @Test("exactly the reference profiles are shipped: Apple's twelve, 19 presets of browsers and WebPageTest, two failures")
     func names() {
-        #expect(Self.catalog.entries.count == 31)
+        #expect(Self.catalog.entries.count == 33)
         #expect(Set(Self.catalog.entries.map(\.profile.name)).isSuperset(of: [
             "Slow Net", "Nasty Net", "Black Hole", "3G", "DSL", "Edge", "LTE", "WiFi", "WiFi 802.11ac",
             "Very Bad Network", "High Latency DNS", "100% Loss",
@@ -130,6 +134,7 @@ struct ShippedProfilesTests {
         #expect(entry.profile.downlink == expected.downlink, "downlink: \(entry.profile.downlink.summary)")
         #expect(entry.profile.uplink == expected.uplink, "uplink: \(entry.profile.uplink.summary)")
         #expect(entry.profile.dnsDelay == expected.dnsDelay)
+        #expect(entry.profile.failure == expected.failure)
     }
 
     @Test("each profile lives in its slug file and is found by that stem", arguments: reference)
@@ -172,7 +177,7 @@ struct ShippedProfilesTests {
     func listingOrder() {
         #expect(Self.catalog.sortedEntries.map(\.profile.name).filter { !$0.hasPrefix("DevTools") && !$0.hasPrefix("Firefox") && !$0.hasPrefix("WebPageTest") } == [
             "3G", "100% Loss", "Black Hole", "DSL", "Edge", "High Latency DNS", "LTE", "Nasty Net",
-            "Slow Net", "Very Bad Network", "WiFi", "WiFi 802.11ac",
+            "Offline", "Server Down", "Slow Net", "Very Bad Network", "WiFi", "WiFi 802.11ac",
         ])
     }
 }

@@ -4,10 +4,17 @@ per event to its report, stamped with CLOCK_MONOTONIC (the same clock in every n
 VM), so that a test can tell how soon after a reset each end failed.
 
   serve  listens on ADDRESS:PORT; each connection it accepts echoes what it reads and reports
-         how it ended (`eof`, or the errno's name: `ECONNRESET`, `ECONNABORTED`).
+         how it ended (`eof`, or the errno's name: `ECONNRESET`, `ECONNABORTED`); with --udp,
+         echoes datagrams on the same port too.
   hold   opens COUNT connections to HOST:PORT, writes the ready file once all are open, each
          blocked in recv; reports how each ended. When the probe file appears, each one still
          open sends a byte and reports `alive` once it is echoed (or the error it got).
+  tries  opens COUNT new connections to HOST:PORT one after another (TCP), or sends a datagram
+         on COUNT connected UDP sockets and waits for the answer; prints, as JSON, what each got
+         (`ok`, `timeout`, or the errno's name; for a datagram whose send failed, `send ERRNO,
+         then` what the socket heard after it) and how long it took, in milliseconds.
+  lookup resolves NAME COUNT times with getaddrinfo; prints what each got (`ok`, `timeout`, or
+         the EAI_ error's name) and how long it took.
 """
 
 from __future__ import annotations
@@ -40,6 +47,16 @@ def serve(args) -> None:
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((args.address, args.port))
     listener.listen(64)
+    if args.udp:
+        datagrams = socket.socket(family, socket.SOCK_DGRAM)
+        datagrams.bind((args.address, args.port))
+
+        def echo_datagrams() -> None:
+            while True:
+                data, sender = datagrams.recvfrom(2048)
+                datagrams.sendto(data, sender)
+
+        threading.Thread(target=echo_datagrams, daemon=True).start()
     open(args.ready, "w").close()
 
     def echo(connection: socket.socket, peer) -> None:
@@ -92,6 +109,58 @@ def hold(args) -> None:
     done.set()
 
 
+def attempt(args) -> str:
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    kind = socket.SOCK_STREAM if args.proto == "tcp" else socket.SOCK_DGRAM
+    with socket.socket(family, kind) as sock:
+        sock.settimeout(args.timeout)
+        try:
+            sock.connect((args.host, args.port))
+        except socket.timeout:
+            return "timeout"
+        except OSError as error:
+            return outcome(error)
+        if args.proto == "tcp":
+            return "ok"
+        # A datagram's send can fail by itself (a local firewall's drop); what the socket hears
+        # after it (an ICMP error) is the answer's part: `send EPERM, then ENETUNREACH`.
+        sent = ""
+        try:
+            sock.send(b"x")
+        except OSError as error:
+            sent = f"send {outcome(error)}, then "
+        try:
+            sock.recv(64)
+            return sent + "ok"
+        except socket.timeout:
+            return sent + "timeout"
+        except OSError as error:
+            return sent + outcome(error)
+
+
+def timed(what) -> dict:
+    began = time.monotonic()
+    result = what()
+    return {"result": result, "ms": (time.monotonic() - began) * 1000}
+
+
+def tries(args) -> None:
+    print(json.dumps([timed(lambda: attempt(args)) for _ in range(args.count)]))
+
+
+def lookup(args) -> None:
+    names = {getattr(socket, n): n for n in dir(socket) if n.startswith("EAI_")}
+
+    def resolve() -> str:
+        try:
+            socket.getaddrinfo(args.name, 80, proto=socket.IPPROTO_TCP)
+            return "ok"
+        except socket.gaierror as error:
+            return names.get(error.errno, str(error.errno))
+
+    print(json.dumps([timed(resolve) for _ in range(args.count)]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     modes = parser.add_subparsers(dest="mode", required=True)
@@ -100,6 +169,7 @@ def main() -> None:
     s.add_argument("--port", type=int, required=True)
     s.add_argument("--report", required=True)
     s.add_argument("--ready", required=True)
+    s.add_argument("--udp", action="store_true", help="also echo datagrams on the port")
     h = modes.add_parser("hold")
     h.add_argument("--host", required=True)
     h.add_argument("--port", type=int, required=True)
@@ -107,8 +177,17 @@ def main() -> None:
     h.add_argument("--report", required=True)
     h.add_argument("--ready", required=True)
     h.add_argument("--probe", required=True)
+    t = modes.add_parser("tries")
+    t.add_argument("--host", required=True)
+    t.add_argument("--port", type=int, required=True)
+    t.add_argument("--proto", choices=["tcp", "udp"], default="tcp")
+    t.add_argument("--count", type=int, default=20)
+    t.add_argument("--timeout", type=float, default=5)
+    n = modes.add_parser("lookup")
+    n.add_argument("--name", required=True)
+    n.add_argument("--count", type=int, default=20)
     args = parser.parse_args()
-    (serve if args.mode == "serve" else hold)(args)
+    {"serve": serve, "hold": hold, "tries": tries, "lookup": lookup}[args.mode](args)
 
 
 if __name__ == "__main__":

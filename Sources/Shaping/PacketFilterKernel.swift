@@ -1,0 +1,58 @@
+import CNFTables
+import Glibc
+import Netlink
+
+/// The side-effect edge of failures: nftables commands carried out as one transaction in a
+/// network namespace. `NFTablesKernel` talks to the kernel through libnftables; tests use a model.
+public protocol PacketFilterKernel: AnyObject {
+    /// Runs `commands` (nft's language) as one transaction: all take effect, or none. Returns
+    /// what nft printed (a `list` command's output).
+    @discardableResult
+    func run(_ commands: String) throws(NetlinkError) -> String
+    /// Whether the kernel's nftables is there at all: without it no table can be, and asking
+    /// would load it.
+    var isLoaded: Bool { get }
+}
+
+/// The kernel's nftables, through a libnftables context made for each call: in the daemon's own
+/// namespace, or inside another one (entered for the call, as the tc kernel of that namespace
+/// is, so that nothing held keeps a container's namespace alive).
+public final class NFTablesKernel: PacketFilterKernel {
+    private let namespace: (path: String, identity: NamespaceIdentity)?
+
+    public init(namespaceAt path: String? = nil, identity: NamespaceIdentity? = nil) {
+        if let path, let identity {
+            self.namespace = (path, identity)
+        } else {
+            self.namespace = nil
+        }
+    }
+
+    public var isLoaded: Bool { access("/sys/module/nf_tables", F_OK) == 0 }
+
+    public func run(_ commands: String) throws(NetlinkError) -> String {
+        guard let namespace else { return try Self.runHere(commands) }
+        let file = try NetworkNamespaceFile(path: namespace.path, expected: namespace.identity)
+        return try file.whileInside("run nftables commands") { () -> Result<String, NetlinkError> in
+            Result { () throws(NetlinkError) -> String in try Self.runHere(commands) }
+        }.get()
+    }
+
+    /// Runs `commands` in the namespace the calling thread is in.
+    private static func runHere(_ commands: String) throws(NetlinkError) -> String {
+        guard let context = nft_ctx_new(UInt32(NFT_CTX_DEFAULT)) else {
+            throw NetlinkError(code: .other, operation: "make a libnftables context", reason: "out of memory")
+        }
+        defer { nft_ctx_free(context) }
+        _ = nft_ctx_buffer_output(context)
+        _ = nft_ctx_buffer_error(context)
+        guard nft_run_cmd_from_buffer(context, commands) != 0 else {
+            return nft_ctx_get_output_buffer(context).map { String(cString: $0) } ?? ""
+        }
+        let reason = nft_ctx_get_error_buffer(context).map { String(cString: $0) } ?? ""
+        let firstLine = reason.split(separator: "\n").first.map(String.init) ?? "no reason given"
+        let code: NetlinkError.Code = reason.contains("Operation not permitted") ? .notPermitted
+            : reason.contains("No such file or directory") ? .notFound : .other
+        throw NetlinkError(code: code, operation: "run nftables commands", reason: firstLine, kernelMessage: reason.isEmpty ? nil : reason)
+    }
+}

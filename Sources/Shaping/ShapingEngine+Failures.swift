@@ -1,0 +1,75 @@
+import Netlink
+
+// A target's failure rules: one nftables table, replaced whole in one transaction.
+
+extension ShapingEngine {
+    /// Makes the kernel hold exactly `rules` for `target`: its table written anew, or removed
+    /// (if it is there) when `rules` is `nil`. All or nothing: nftables takes the whole
+    /// transaction or none of it.
+    public func install(_ rules: FailureRuleset?, on target: ShapingTarget) throws(ShapingError) {
+        let table = FailureRuleset.tableName(for: target.interface)
+        guard let filter, rules != nil || filter.isLoaded else {
+            guard rules != nil else { return }
+            throw ShapingError(code: .kernelRefused, message: "cannot put a failure on \(target.interface): this linkcondd has no nftables")
+        }
+        do {
+            logger.debug("nftables: \(rules == nil ? "remove" : "write") table inet \(table)")
+            try filter.run(rules?.commands ?? FailureRuleset.removal(of: table))
+        } catch {
+            throw ShapingError(failureRulesOn: target, table: table, removing: rules == nil, refusal: error)
+        }
+    }
+
+    /// The failure tables linkcond has in this engine's namespace (`linkcond_failures_eth0`): empty where
+    /// it has no nftables, or none are there.
+    public func failureTables() throws(ShapingError) -> [String] {
+        guard let filter, filter.isLoaded else { return [] }
+        do {
+            return Self.failureTables(inListing: try filter.run("list tables inet"))
+        } catch {
+            throw ShapingError(code: .kernelRefused, message: "cannot list the nftables tables: \(error.reason)", netlink: error)
+        }
+    }
+
+    /// Removes a failure table whatever its target (a leftover of a condition that is gone).
+    public func removeFailureTable(_ table: String) throws(ShapingError) {
+        guard let filter, table.hasPrefix(FailureRuleset.tablePrefix) else { return }
+        do {
+            try filter.run(FailureRuleset.removal(of: table))
+        } catch {
+            throw ShapingError(code: .kernelRefused, message: "cannot remove the nftables table inet \(table): \(error.reason)", netlink: error)
+        }
+    }
+
+    /// The names of linkcond's tables in `nft list tables inet`'s output.
+    static func failureTables(inListing listing: String) -> [String] {
+        listing.split(separator: "\n").compactMap { line in
+            let words = line.split(separator: " ")
+            guard words.count == 3, words[0] == "table", words[1] == "inet", words[2].hasPrefix(FailureRuleset.tablePrefix) else { return nil }
+            return String(words[2])
+        }
+    }
+}
+
+extension ShapingError {
+    /// nftables refused a target's failure table: a missing module is named as such (Debian
+    /// builds nft_reject_inet and nf_tables as modules), anything else with nft's reason.
+    init(failureRulesOn target: ShapingTarget, table: String, removing: Bool, refusal: NetlinkError) {
+        let what = removing ? "remove the failure rules of \(target.interface) (table inet \(table))"
+            : "put the failure rules of \(target.interface) in force (table inet \(table))"
+        let reason = refusal.reason
+        if refusal.code == .namespaceGone {
+            self.init(code: .namespaceGone, message: "cannot \(what): \(refusal)", netlink: refusal)
+        } else if refusal.code == .notPermitted {
+            self.init(code: .notPermitted, message: "not permitted to \(what): linkcondd needs root or CAP_NET_ADMIN (\(reason))", netlink: refusal)
+        } else if (refusal.kernelMessage ?? reason).contains("Could not process rule: No such file or directory") {
+            self.init(
+                code: .missingKernelModule,
+                message: "the kernel lacks nf_tables or nft_reject_inet, needed to \(what); load them with 'modprobe nft_reject_inet' or use a kernel that has them (\(reason))",
+                netlink: refusal
+            )
+        } else {
+            self.init(code: .kernelRefused, message: "nftables refused to \(what): \(reason)", netlink: refusal)
+        }
+    }
+}
