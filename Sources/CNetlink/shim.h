@@ -33,6 +33,8 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/route.h>
 #include <netlink/route/nexthop.h>
+#include <netlink/route/rule.h>
+#include <linux/fib_rules.h>
 #include <linux/ip.h>
 #include <netlink/route/tc.h>
 #include <netlink/route/qdisc.h>

@@ -30,14 +30,17 @@ extension ConditionRegistry {
     /// read now: each target's tree is surveyed once, however many conditions it holds.
     func counterReadings() -> [ConditionCounters] {
         let conditions = ordered
-        let byTarget = Dictionary(grouping: conditions) { ObjectIdentifier($0.convergence) }.mapValues { sharing in
-            sharing[0].convergence.counters(of: sharing.map(\.slot))
-        }
+        let grouped = Dictionary(grouping: conditions) { ObjectIdentifier($0.convergence) }
+        let byTarget = grouped.mapValues { sharing in sharing[0].convergence.counters(of: sharing.map(\.slot)) }
+        let failedByTarget = grouped.mapValues { sharing in sharing[0].convergence.failedPackets(of: sharing.map(\.slot)) }
         return conditions.compactMap { condition in
             guard let counters = byTarget[ObjectIdentifier(condition.convergence)]?[condition.slot] else { return nil }
+            let profile = condition.policy.effective?.profile
             return ConditionCounters(
-                id: condition.id.description, profile: condition.policy.effective?.profile.name,
-                uplink: counters.uplink, downlink: counters.downlink
+                id: condition.id.description, profile: profile?.name,
+                uplink: counters.uplink, downlink: counters.downlink,
+                failure: profile?.failure?.rawValue,
+                failedPackets: failedByTarget[ObjectIdentifier(condition.convergence)]?[condition.slot]
             )
         }
     }

@@ -21,12 +21,21 @@ public struct ConditionStatsDocument: Codable, Sendable, Equatable {
     /// condition has no objects in the kernel (it is off).
     public var uplink: DirectionStatsDocument?
     public var downlink: DirectionStatsDocument?
+    /// The failure in force (`offline`, `refuse`), absent when none.
+    public var failure: String?
+    /// Packets the failure refused (answered with an error) or dropped, since it came into force.
+    public var failedPackets: UInt64?
 
-    public init(id: String, profile: String?, uplink: DirectionStatsDocument?, downlink: DirectionStatsDocument?) {
+    public init(
+        id: String, profile: String?, uplink: DirectionStatsDocument?, downlink: DirectionStatsDocument?,
+        failure: String? = nil, failedPackets: UInt64? = nil
+    ) {
         self.id = id
         self.profile = profile
         self.uplink = uplink
         self.downlink = downlink
+        self.failure = failure
+        self.failedPackets = failedPackets
     }
 }
 

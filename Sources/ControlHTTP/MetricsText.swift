@@ -14,6 +14,8 @@ package enum MetricsText {
         var profile: String?
         var leaseSecondsLeft: Int?
         var counters: ConditionCounters?
+        /// The failure of the profile in force, if it has one.
+        var failure: String? = nil
     }
 
     static func render(_ conditions: [Condition]) -> String {
@@ -47,6 +49,13 @@ package enum MetricsText {
                perDirection([(",reason=\"loss\"", \.lossDrops), (",reason=\"queue\"", \.queueDrops)]))
         family("linkcond_queued_packets", "gauge", "Packets waiting in the profile's queue now.", perDirection(\.queuedPackets))
         family("linkcond_queued_bytes", "gauge", "Bytes waiting in the profile's queue now.", perDirection(\.queuedBytes))
+        family("linkcond_condition_failure", "gauge", "1 while the condition's profile fails connections, with the failure (offline, refuse).",
+               conditions.compactMap { condition in condition.failure.map { ("condition=\"\(escaped(condition.id))\",failure=\"\(escaped($0))\"", "1") } })
+        family("linkcond_failed_packets_total", "counter", "Packets the condition's failure refused (answered with an error) or dropped, since it came into force.",
+               conditions.compactMap { condition in
+                   guard let failure = condition.failure, let packets = condition.counters?.failedPackets else { return nil }
+                   return ("condition=\"\(escaped(condition.id))\",failure=\"\(escaped(failure))\"", String(packets))
+               })
         return text
     }
 

@@ -30,7 +30,8 @@ package final class TrafficMeter: Sendable {
                 ConditionStatsDocument(
                     id: reading.id, profile: reading.profile,
                     uplink: document(reading.uplink, "up " + reading.id),
-                    downlink: document(reading.downlink, "down " + reading.id)
+                    downlink: document(reading.downlink, "down " + reading.id),
+                    failure: reading.failure, failedPackets: reading.failedPackets
                 )
             }
             previous = next

@@ -48,6 +48,7 @@ public enum Cleanup {
                 try engine.removeFailureTable(table)
                 logger.notice("cleanup: removed the nftables table inet \(table)")
             }
+            engine.removeUnreachableRulesIfUnused()
         } catch {
             failures.append("\(error)")
         }

@@ -16,7 +16,22 @@ public struct FailureRuleset: Hashable, Sendable {
     /// a device behind this machine, `input` and `forward`), what they receive `input`.
     public enum Hook: String, Hashable, Sendable, CaseIterable {
         case input, forward, output
+        /// The output hook's route chain, where a datagram an app sends offline is marked so that
+        /// routing it again finds `unreachableRule`: the app's `send` fails with ENETUNREACH.
+        case route
+
+        var chainType: String {
+            self == .route ? "type route hook output priority mangle" : "type filter hook \(rawValue) priority filter - 10"
+        }
     }
+
+    /// The mark of datagrams that have no route (`0x6c630001`, "lc"), and the priority of the
+    /// policy rule that says so, ahead of every table but the local one.
+    public static let unreachableMark: UInt32 = 0x6C63_0001
+    public static let unreachableRulePriority: UInt32 = 1
+
+    /// Whether the table marks datagrams for the unreachable rule, which must then be there.
+    public var needsUnreachableRule: Bool { chains[.route] != nil }
 
     /// The commands that make the kernel hold exactly this table: created if missing, emptied,
     /// filled, all in one transaction.
@@ -24,16 +39,32 @@ public struct FailureRuleset: Hashable, Sendable {
         var text = "table inet \(table)\ndelete table inet \(table)\ntable inet \(table) {\n"
         for hook in Hook.allCases {
             guard let rules = chains[hook], !rules.isEmpty else { continue }
-            text += "  chain \(hook.rawValue) {\n    type filter hook \(hook.rawValue) priority filter - 10; policy accept;\n"
+            text += "  chain \(hook.rawValue) {\n    \(hook.chainType); policy accept;\n"
             text += rules.map { "    \($0)\n" }.joined()
             text += "  }\n"
         }
         return text + "}\n"
     }
 
-    /// The commands that remove the table, if it is there.
-    public static func removal(of table: String) -> String {
-        "table inet \(table)\ndelete table inet \(table)\n"
+    /// How a rule names the condition it belongs to (its comment): `whole`, or `slot 3` for the
+    /// condition with a match in slot 3.
+    public static func tag(of slot: UInt16?) -> String {
+        slot.map { "slot \($0)" } ?? "whole"
+    }
+
+    /// What each condition's rules refused or dropped, in packets, by tag, from the table as
+    /// `nft list table` prints it: the sum of the `counter packets N` of each rule with that
+    /// `comment`.
+    public static func packetCounts(inListing listing: String) -> [String: UInt64] {
+        var counts: [String: UInt64] = [:]
+        for line in listing.split(separator: "\n") {
+            guard let counter = line.firstRange(of: "counter packets "), let comment = line.ranges(of: "comment \"").last else { continue }
+            let packets = line[counter.upperBound...].prefix { $0.isNumber }
+            let tag = line[comment.upperBound...].prefix { $0 != "\"" }
+            guard let value = UInt64(packets) else { continue }
+            counts[String(tag), default: 0] += value
+        }
+        return counts
     }
 
     /// The prefix of every table linkcond makes, so that leftovers can be found.
@@ -68,6 +99,7 @@ extension Planner {
         }
         var chains: [FailureRuleset.Hook: [String]] = [:]
         func add(_ rules: [String], to hooks: [FailureRuleset.Hook]) {
+            guard !rules.isEmpty else { return }
             for hook in hooks { chains[hook, default: failureExemptions()] += rules }
         }
         // Most specific first, as the tc filters rank them: a peer's own condition governs its
@@ -78,24 +110,33 @@ extension Planner {
         for condition in matches.sorted(by: { (specificity($0), $1.slot) > (specificity($1), $0.slot) }) {
             let match = condition.match
             // A device's packets arrive on the interface; this machine's own leave through it.
-            let (sending, receiving): ([String], [String]) = match.isDevice
+            let (sending, receiving): ([Selector], [Selector]) = match.isDevice
                 ? (selectors(device: "iifname \(device)", peer: match, peerAs: "saddr", portAs: nil), selectors(device: "oifname \(device)", peer: match, peerAs: "daddr", portAs: nil))
                 : (selectors(device: "oifname \(device)", peer: match, peerAs: "daddr", portAs: "dport"), selectors(device: "iifname \(device)", peer: match, peerAs: "saddr", portAs: "sport"))
             let sendingHooks: [FailureRuleset.Hook] = match.isDevice ? [.input, .forward] : [.output, .forward]
-            let receivingHooks: [FailureRuleset.Hook] = match.isDevice ? [.output, .forward] : [.input, .forward]
+            // Not a device's output: this machine's answers to it (the ICMP errors and resets of
+            // the rules above) leave that way.
+            let receivingHooks: [FailureRuleset.Hook] = match.isDevice ? [.forward] : [.input, .forward]
             guard let failure = condition.profile.failure else {
-                add(sending.map { "\($0) accept" }, to: sendingHooks)
-                add(receiving.map { "\($0) accept" }, to: receivingHooks)
+                add(sending.map { "\($0.text) accept" }, to: sendingHooks)
+                add(receiving.map { "\($0.text) accept" }, to: receivingHooks)
                 continue
             }
-            add(sending.flatMap { Self.refusals(failure, of: $0) }, to: sendingHooks)
+            let tag = FailureRuleset.tag(of: condition.slot)
+            add(sending.flatMap { Self.refusals(failure, of: $0, tag: tag) }, to: sendingHooks)
+            if failure == .offline && !match.isDevice {
+                add(sending.compactMap { Self.unroutable($0, tag: tag) }, to: [.route])
+            }
             if failure == .offline {
-                add(receiving.map { "\($0) drop" }, to: receivingHooks)
+                add(receiving.map { "\($0.text) counter drop comment \"\(tag)\"" }, to: receivingHooks)
             }
         }
         if let failure = whole?.failure {
-            add(Self.refusals(failure, of: "oifname \(device)"), to: [.output, .forward])
-            if failure == .offline { add(["iifname \(device) drop"], to: [.input, .forward]) }
+            let tag = FailureRuleset.tag(of: nil)
+            let selector = Selector(text: "oifname \(device)", transport: nil)
+            add(Self.refusals(failure, of: selector, tag: tag), to: [.output, .forward])
+            if failure == .offline { add([Self.unroutable(selector, tag: tag)].compactMap { $0 }, to: [.route]) }
+            if failure == .offline { add(["iifname \(device) counter drop comment \"\(tag)\""], to: [.input, .forward]) }
         }
         return FailureRuleset(table: FailureRuleset.tableName(for: target.interface), chains: chains)
     }
@@ -120,16 +161,23 @@ extension Planner {
         return rules
     }
 
+    /// Some of the packets a condition's apps exchange, as a rule's matches: `oifname "eth0" ip
+    /// daddr 10.0.0.5/32 tcp dport 443`, with the transport it names, if it names one.
+    struct Selector {
+        var text: String
+        var transport: PortExemption.Transport?
+    }
+
     /// The selectors of the packets a condition's apps exchange with its peer, one per network
-    /// and transport: `oifname "eth0" ip daddr 10.0.0.5 tcp dport 443`.
-    private func selectors(device: String, peer match: PeerMatch, peerAs direction: String, portAs portDirection: String?) -> [String] {
-        match.networks.flatMap { network -> [String] in
+    /// and transport.
+    private func selectors(device: String, peer match: PeerMatch, peerAs direction: String, portAs portDirection: String?) -> [Selector] {
+        match.networks.flatMap { network -> [Selector] in
             let family = network.family == .ipv4 ? "ip" : "ip6"
             let address = network.prefixLength == 0
                 ? "meta nfproto \(network.family == .ipv4 ? "ipv4" : "ipv6")"
                 : "\(family) \(direction) \(network)"
-            guard let port = match.port, let portDirection else { return ["\(device) \(address)"] }
-            return match.transports.map { "\(device) \(address) \($0.rawValue) \(portDirection) \(port)" }
+            guard let port = match.port, let portDirection else { return [Selector(text: "\(device) \(address)", transport: nil)] }
+            return match.transports.map { Selector(text: "\(device) \(address) \($0.rawValue) \(portDirection) \(port)", transport: $0) }
         }
     }
 
@@ -137,27 +185,41 @@ extension Planner {
     ///
     /// Offline answers a connection's SYN with "network unreachable" (a connecting socket gives
     /// up on it at once), an established connection's segment with a reset (the app's next
-    /// call fails), a datagram with an unreachable that the kernel hands to a connected UDP
-    /// socket (IPv4's net-prohibited is ENETUNREACH; IPv6's code 2, EHOSTUNREACH, is the one
-    /// such code it has), and anything else with network unreachable. Refuse answers TCP with
+    /// call fails), a datagram with an unreachable (IPv4's net-prohibited, which the kernel hands
+    /// to a connected UDP socket as ENETUNREACH; IPv6 has no such code, and its "no route" reaches
+    /// only a socket that asks for errors, IPV6_RECVERR), and anything else with network
+    /// unreachable. This machine's own datagrams are routed to the unreachable rule before they
+    /// get here (`unroutable`). Refuse answers TCP with
     /// a reset (ECONNREFUSED to a SYN, ECONNRESET after) and UDP with port unreachable
     /// (ECONNREFUSED); other protocols pass, as a host whose server is down still answers.
-    static func refusals(_ failure: ConnectionFailure, of selector: String) -> [String] {
-        switch failure {
-        case .offline:
-            return [
-                "\(selector) meta l4proto tcp tcp flags & (syn | ack) == syn reject with icmpx type no-route",
-                "\(selector) meta l4proto tcp reject with tcp reset",
-                "\(selector) meta nfproto ipv4 meta l4proto udp reject with icmp type net-prohibited",
-                "\(selector) meta nfproto ipv6 meta l4proto udp reject with icmpv6 type 2",
-                "\(selector) reject with icmpx type no-route",
-            ]
-        case .refuse:
-            return [
-                "\(selector) meta l4proto tcp reject with tcp reset",
-                "\(selector) meta l4proto udp reject with icmpx type port-unreachable",
-            ]
+    static func refusals(_ failure: ConnectionFailure, of selector: Selector, tag: String) -> [String] {
+        let verdicts = switch failure {
+        case .offline: [
+            "meta l4proto tcp tcp flags & (syn | ack) == syn counter reject with icmpx type no-route",
+            "meta l4proto tcp counter reject with tcp reset",
+            "meta nfproto ipv4 meta l4proto udp counter reject with icmp type net-prohibited",
+            "meta nfproto ipv6 meta l4proto udp counter reject with icmpv6 type no-route",
+            "counter reject with icmpx type no-route",
+        ]
+        case .refuse: [
+            "meta l4proto tcp counter reject with tcp reset",
+            "meta l4proto udp counter reject with icmpx type port-unreachable",
+        ]
         }
+        // A selector that names a transport takes that transport's verdicts alone, which answer all of it.
+        let relevant = selector.transport.map { transport in verdicts.filter { $0.contains("l4proto \(transport.rawValue)") } } ?? verdicts
+        // Each counted, and named after its condition, so that what a failure refused is read per condition.
+        return relevant.map { "\(selector.text) \($0) comment \"\(tag)\"" }
+    }
+
+    /// The route chain's rule for the datagrams an app sends through `selector` while offline:
+    /// marked, so that routing them again fails and the app's `send` returns ENETUNREACH, as on a
+    /// machine without a route (a drop would return EPERM). `nil` for a TCP selector: TCP ignores
+    /// an error at its SYN's transmission and would wait out its retries instead.
+    static func unroutable(_ selector: Selector, tag: String) -> String? {
+        guard selector.transport != .tcp else { return nil }
+        let mark = "0x" + String(FailureRuleset.unreachableMark, radix: 16)
+        return "\(selector.text) meta l4proto udp counter meta mark set \(mark) comment \"\(tag)\""
     }
 
     /// `"eth0"`, or `nil` for a name nftables' quoted strings cannot hold.

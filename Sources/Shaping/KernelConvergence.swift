@@ -204,6 +204,19 @@ package final class KernelConvergence {
         return counters
     }
 
+    /// What each slot's failure refused or dropped so far, in packets, from one reading of the
+    /// target's table: only slots whose profile has a failure; empty when the table cannot be read.
+    package func failedPackets(of slots: [ConditionSlot]) -> [ConditionSlot: UInt64] {
+        let failing = slots.filter { profile(in: $0)?.failure != nil }
+        guard !failing.isEmpty, appliedRules != nil, let counts = try? engine.failureCounts(on: target) else { return [:] }
+        var packets: [ConditionSlot: UInt64] = [:]
+        for slot in failing {
+            let number: UInt16? = if case .match(let number, _) = slot { number } else { nil }
+            packets[slot] = counts[FailureRuleset.tag(of: number)] ?? 0
+        }
+        return packets
+    }
+
     /// What the kernel has on the target now.
     package func survey() throws(ShapingError) -> KernelSurvey {
         try engine.survey(target)

@@ -12,6 +12,10 @@ public protocol PacketFilterKernel: AnyObject {
     /// Whether the kernel's nftables is there at all: without it no table can be, and asking
     /// would load it.
     var isLoaded: Bool { get }
+    /// Adds (or removes) the policy rules, IPv4 and IPv6, that give packets with
+    /// `FailureRuleset.unreachableMark` no route; adding rules already there, or removing rules
+    /// already gone, is fine.
+    func setUnreachableRules(_ present: Bool) throws(NetlinkError)
 }
 
 /// The kernel's nftables, through a libnftables context made for each call: in the daemon's own
@@ -36,6 +40,22 @@ public final class NFTablesKernel: PacketFilterKernel {
         return try file.whileInside("run nftables commands") { () -> Result<String, NetlinkError> in
             Result { () throws(NetlinkError) -> String in try Self.runHere(commands) }
         }.get()
+    }
+
+    public func setUnreachableRules(_ present: Bool) throws(NetlinkError) {
+        let socket = if let namespace {
+            try NetlinkSocket(in: try NetworkNamespaceFile(path: namespace.path, expected: namespace.identity))
+        } else {
+            try NetlinkSocket()
+        }
+        for family in [AF_INET, AF_INET6] {
+            let rule = UnreachableRule(family: family, mark: FailureRuleset.unreachableMark, priority: FailureRuleset.unreachableRulePriority)
+            if present {
+                try socket.addUnreachableRule(rule)
+            } else {
+                try socket.deleteUnreachableRule(rule)
+            }
+        }
     }
 
     /// Runs `commands` in the namespace the calling thread is in.

@@ -8,15 +8,45 @@ extension ShapingEngine {
     /// transaction or none of it.
     public func install(_ rules: FailureRuleset?, on target: ShapingTarget) throws(ShapingError) {
         let table = FailureRuleset.tableName(for: target.interface)
-        guard let filter, rules != nil || filter.isLoaded else {
+        guard let filter else {
             guard rules != nil else { return }
             throw ShapingError(code: .kernelRefused, message: "cannot put a failure on \(target.interface): this linkcondd has no nftables")
         }
+        guard let rules else {
+            // Removed only where it is: a kernel without nftables' inet family (User-mode
+            // Linux's) has no table to remove, and must not be asked to make one.
+            guard filter.isLoaded, let tables = try? failureTables(), tables.contains(table) else { return }
+            logger.debug("nftables: remove table inet \(table)")
+            do {
+                try filter.run("delete table inet \(table)\n")
+            } catch {
+                throw ShapingError(failureRulesOn: target, table: table, removing: true, refusal: error)
+            }
+            removeUnreachableRulesIfUnused()
+            return
+        }
         do {
-            logger.debug("nftables: \(rules == nil ? "remove" : "write") table inet \(table)")
-            try filter.run(rules?.commands ?? FailureRuleset.removal(of: table))
+            logger.debug("nftables: write table inet \(table)")
+            try filter.run(rules.commands)
         } catch {
-            throw ShapingError(failureRulesOn: target, table: table, removing: rules == nil, refusal: error)
+            throw ShapingError(failureRulesOn: target, table: table, removing: false, refusal: error)
+        }
+        guard rules.needsUnreachableRule else { return }
+        do {
+            try filter.setUnreachableRules(true)
+        } catch {
+            // The filter's own rules still fail those datagrams, with EPERM at the send.
+            logger.warning("cannot add the routing rules that make an offline datagram unroutable: \(error); its send fails with EPERM instead")
+        }
+    }
+
+    /// The unreachable policy rules go with the last failure table of the namespace.
+    public func removeUnreachableRulesIfUnused() {
+        guard let filter, (try? failureTables())?.isEmpty == true else { return }
+        do {
+            try filter.setUnreachableRules(false)
+        } catch {
+            logger.warning("cannot remove linkcond's unreachable routing rules: \(error)")
         }
     }
 
@@ -26,8 +56,23 @@ extension ShapingEngine {
         guard let filter, filter.isLoaded else { return [] }
         do {
             return Self.failureTables(inListing: try filter.run("list tables inet"))
+        } catch where (error.kernelMessage ?? error.reason).contains("Operation not supported") {
+            // nftables without the inet family: no table of linkcond's can be there.
+            return []
         } catch {
             throw ShapingError(code: .kernelRefused, message: "cannot list the nftables tables: \(error.reason)", netlink: error)
+        }
+    }
+
+    /// What the failure rules of `target` refused or dropped so far, in packets, by the tag of
+    /// the condition they belong to (`FailureRuleset.tag(of:)`); empty when it has no table.
+    public func failureCounts(on target: ShapingTarget) throws(ShapingError) -> [String: UInt64] {
+        guard let filter else { return [:] }
+        let table = FailureRuleset.tableName(for: target.interface)
+        do {
+            return FailureRuleset.packetCounts(inListing: try filter.run("list table inet \(table)"))
+        } catch {
+            throw ShapingError(code: .kernelRefused, message: "cannot read the nftables table inet \(table): \(error.reason)", netlink: error)
         }
     }
 
@@ -35,10 +80,11 @@ extension ShapingEngine {
     public func removeFailureTable(_ table: String) throws(ShapingError) {
         guard let filter, table.hasPrefix(FailureRuleset.tablePrefix) else { return }
         do {
-            try filter.run(FailureRuleset.removal(of: table))
+            try filter.run("delete table inet \(table)\n")
         } catch {
             throw ShapingError(code: .kernelRefused, message: "cannot remove the nftables table inet \(table): \(error.reason)", netlink: error)
         }
+        removeUnreachableRulesIfUnused()
     }
 
     /// The names of linkcond's tables in `nft list tables inet`'s output.

@@ -11,6 +11,21 @@ import Testing
 
 @Suite("GET /metrics: Prometheus's text format")
 struct MetricsTextTests {
+    @Test("A failure in force: which one, and what it refused, per condition")
+    func failures() {
+        let idle = DirectionCounters(leaves: .zero, queueDrops: 0)
+        var counters = ConditionCounters(id: "eth0@10.0.0.5:443", profile: "Server Down", uplink: idle, downlink: idle)
+        counters.failure = "refuse"
+        counters.failedPackets = 41
+        let lines = MetricsText.render([
+            .init(id: "eth0@10.0.0.5:443", profile: "Server Down", leaseSecondsLeft: nil, counters: counters, failure: "refuse"),
+            .init(id: "eth0", profile: "Slow Net", leaseSecondsLeft: nil, counters: nil),
+        ]).split(separator: "\n").map(String.init)
+        #expect(lines.contains(#"linkcond_condition_failure{condition="eth0@10.0.0.5:443",failure="refuse"} 1"#))
+        #expect(lines.contains(#"linkcond_failed_packets_total{condition="eth0@10.0.0.5:443",failure="refuse"} 41"#))
+        #expect(!lines.contains { $0.hasPrefix("linkcond_condition_failure{condition=\"eth0\"") })
+    }
+
     @Test("Each condition's state, lease and counters per direction, with HELP and TYPE once per family")
     func render() {
         let counters = ConditionCounters(
@@ -23,7 +38,7 @@ struct MetricsTextTests {
             .init(id: "eth1", profile: nil, leaseSecondsLeft: nil, counters: nil),
         ])
         let lines = text.split(separator: "\n").map(String.init)
-        #expect(lines.filter { $0.hasPrefix("# TYPE ") }.count == 7)
+        #expect(lines.filter { $0.hasPrefix("# TYPE ") }.count == 9)
         #expect(lines.contains(#"linkcond_condition_active{condition="eth0",profile="Slow Net"} 1"#))
         #expect(lines.contains(#"linkcond_condition_active{condition="eth1",profile=""} 0"#))
         #expect(lines.contains(#"linkcond_lease_seconds_left{condition="eth0"} 25"#))

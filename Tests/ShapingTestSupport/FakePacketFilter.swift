@@ -9,6 +9,8 @@ public final class FakePacketFilter: PacketFilterKernel, @unchecked Sendable {
     private var _tables: [String: String] = [:]
     private var _transactions: [String] = []
     private var _refusal: (@Sendable (String) -> NetlinkError?)?
+    private var _listing = ""
+    private var _unreachableRules = false
 
     public init() {}
 
@@ -22,7 +24,20 @@ public final class FakePacketFilter: PacketFilterKernel, @unchecked Sendable {
         set { lock.withLock { _refusal = newValue } }
     }
 
+    /// What `list table` prints: the counters a test pretends the rules have.
+    public var listing: String {
+        get { lock.withLock { _listing } }
+        set { lock.withLock { _listing = newValue } }
+    }
+
     public var isLoaded: Bool { true }
+
+    /// Whether the unreachable policy rules are there.
+    public var unreachableRules: Bool { lock.withLock { _unreachableRules } }
+
+    public func setUnreachableRules(_ present: Bool) throws(NetlinkError) {
+        lock.withLock { _unreachableRules = present }
+    }
 
     public func run(_ commands: String) throws(NetlinkError) -> String {
         let refusal = lock.withLock { () -> NetlinkError? in
@@ -34,6 +49,7 @@ public final class FakePacketFilter: PacketFilterKernel, @unchecked Sendable {
             if commands == "list tables inet" {
                 return _tables.keys.sorted().map { "table inet \($0)\n" }.joined()
             }
+            if commands.hasPrefix("list table ") { return _listing }
             // `table inet T`, `delete table inet T`, then `table inet T {…}` when it is written anew.
             let lines = commands.split(separator: "\n")
             guard let name = lines.first?.split(separator: " ").last.map(String.init) else { return "" }

@@ -27,18 +27,33 @@ struct FailureRulesetTests {
         #expect(rules.table == "linkcond_failures_eth0")
         let output = try #require(rules.chains[.output])
         #expect(output.first == "tcp dport 22 accept")
-        #expect(output.contains(#"oifname "eth0" meta l4proto tcp tcp flags & (syn | ack) == syn reject with icmpx type no-route"#))
-        #expect(output.contains(#"oifname "eth0" meta l4proto tcp reject with tcp reset"#))
-        #expect(output.contains(#"oifname "eth0" meta nfproto ipv4 meta l4proto udp reject with icmp type net-prohibited"#))
-        #expect(output.last == #"oifname "eth0" reject with icmpx type no-route"#)
-        #expect(rules.chains[.input]?.last == #"iifname "eth0" drop"#)
-        #expect(rules.chains[.forward]?.contains(#"iifname "eth0" drop"#) == true)
+        #expect(output.contains(#"oifname "eth0" meta l4proto tcp tcp flags & (syn | ack) == syn counter reject with icmpx type no-route comment "whole""#))
+        #expect(output.contains(#"oifname "eth0" meta l4proto tcp counter reject with tcp reset comment "whole""#))
+        #expect(output.contains(#"oifname "eth0" meta nfproto ipv4 meta l4proto udp counter reject with icmp type net-prohibited comment "whole""#))
+        #expect(output.last == #"oifname "eth0" counter reject with icmpx type no-route comment "whole""#)
+        #expect(rules.chains[.input]?.last == #"iifname "eth0" counter drop comment "whole""#)
+        #expect(rules.chains[.forward]?.contains(#"iifname "eth0" counter drop comment "whole""#) == true)
         // The exemptions come before anything that fails, in every chain.
         for (_, chain) in rules.chains {
-            let firstFailure = try #require(chain.firstIndex { $0.contains("reject") || $0.hasSuffix("drop") })
+            let firstFailure = try #require(chain.firstIndex { $0.contains("reject") || $0.contains(" drop ") || $0.contains("mark set") })
             #expect(chain[..<firstFailure].contains("tcp sport 22 accept"))
             #expect(chain[..<firstFailure].contains { $0.hasPrefix("icmpv6 type { nd-router-solicit") })
         }
+    }
+
+    @Test("offline marks an app's datagrams for the unreachable rule (its send fails with ENETUNREACH); refuse and devices do not, nor TCP")
+    func unroutableDatagrams() throws {
+        let whole = try #require(try Self.rules(whole: Self.offline))
+        #expect(whole.needsUnreachableRule)
+        #expect(whole.chains[.route]?.last == #"oifname "eth0" meta l4proto udp counter meta mark set 0x6c630001 comment "whole""#)
+        #expect(whole.commands.contains("  chain route {\n    type route hook output priority mangle; policy accept;\n"))
+        #expect(try Self.rules(whole: Self.serverDown)?.needsUnreachableRule == false)
+        let device = PeerMatch(networks: [try IPNetwork(parsing: "192.168.50.7")], port: nil, transports: [], text: "device", isDevice: true)
+        #expect(try Self.rules([MatchedCondition(slot: 1, match: device, profile: Self.offline)])?.needsUnreachableRule == false)
+        let tcpOnly = MatchedCondition(slot: 2, match: MatchPlanTests.peer("10.0.0.5", port: 443, [.tcp]), profile: Self.offline)
+        #expect(try Self.rules([tcpOnly])?.needsUnreachableRule == false)
+        let udp = MatchedCondition(slot: 3, match: MatchPlanTests.peer("10.0.0.5", port: 53, [.udp]), profile: Self.offline)
+        #expect(try Self.rules([udp])?.chains[.route]?.last == #"oifname "eth0" ip daddr 10.0.0.5/32 udp dport 53 meta l4proto udp counter meta mark set 0x6c630001 comment "slot 3""#)
     }
 
     @Test("refuse for one peer's port: a reset for TCP, port unreachable for UDP, to that peer only, and nothing dropped on arrival")
@@ -46,22 +61,24 @@ struct FailureRulesetTests {
         let match = MatchPlanTests.peer("10.0.0.5", port: 443)
         let rules = try #require(try Self.rules([MatchedCondition(slot: 3, match: match, profile: Self.serverDown)]))
         let output = try #require(rules.chains[.output])
-        #expect(output.contains(#"oifname "eth0" ip daddr 10.0.0.5/32 tcp dport 443 meta l4proto tcp reject with tcp reset"#))
-        #expect(output.contains(#"oifname "eth0" ip daddr 10.0.0.5/32 udp dport 443 meta l4proto udp reject with icmpx type port-unreachable"#))
+        #expect(output.filter { $0.contains("10.0.0.5") } == [
+            #"oifname "eth0" ip daddr 10.0.0.5/32 tcp dport 443 meta l4proto tcp counter reject with tcp reset comment "slot 3""#,
+            #"oifname "eth0" ip daddr 10.0.0.5/32 udp dport 443 meta l4proto udp counter reject with icmpx type port-unreachable comment "slot 3""#,
+        ])
         #expect(!output.contains { $0.contains("10.0.0.5") && !$0.contains("dport 443") })
         #expect(rules.chains[.input] == nil)
     }
 
-    @Test("a device behind the gateway fails in input and forward, from its own address; what goes to it is dropped")
+    @Test("a device behind the gateway fails in input and forward, from its own address; what is forwarded to it is dropped")
     func deviceOffline() throws {
         let device = PeerMatch(networks: [try IPNetwork(parsing: "192.168.50.7")], port: nil, transports: [], text: "device 192.168.50.7", isDevice: true)
         let rules = try #require(try Self.rules([MatchedCondition(slot: 1, match: device, profile: Self.offline)]))
         for hook in [FailureRuleset.Hook.input, .forward] {
-            #expect(rules.chains[hook]?.contains(#"iifname "eth0" ip saddr 192.168.50.7/32 reject with icmpx type no-route"#) == true)
+            #expect(rules.chains[hook]?.contains(#"iifname "eth0" ip saddr 192.168.50.7/32 counter reject with icmpx type no-route comment "slot 1""#) == true)
         }
-        for hook in [FailureRuleset.Hook.output, .forward] {
-            #expect(rules.chains[hook]?.contains(#"oifname "eth0" ip daddr 192.168.50.7/32 drop"#) == true)
-        }
+        #expect(rules.chains[.forward]?.contains(#"oifname "eth0" ip daddr 192.168.50.7/32 counter drop comment "slot 1""#) == true)
+        // The gateway's own answers to the device (the errors above) leave through output: never dropped.
+        #expect(rules.chains[.output] == nil)
     }
 
     @Test("a peer with a condition of its own keeps it under the interface's failure: its packets pass first")
@@ -86,7 +103,6 @@ struct FailureRulesetTests {
         let rules = try #require(try Self.rules(whole: Self.serverDown))
         #expect(rules.commands.hasPrefix("table inet linkcond_failures_eth0\ndelete table inet linkcond_failures_eth0\ntable inet linkcond_failures_eth0 {\n  chain forward {\n"))
         #expect(rules.commands.contains("    type filter hook output priority filter - 10; policy accept;\n"))
-        #expect(FailureRuleset.removal(of: "linkcond_failures_eth0") == "table inet linkcond_failures_eth0\ndelete table inet linkcond_failures_eth0\n")
     }
 
     @Test("tables are named after their interface, or a hash of a name nftables cannot hold")
@@ -109,6 +125,7 @@ struct FailureRulesetTests {
         let convergence = KernelConvergence(target: Fixtures.target, planner: Planner(), engine: engine, logger: .init(label: "test"))
         try convergence.converge(.whole, to: Self.offline)
         #expect(filter.tables["linkcond_failures_eth0"]?.contains("reject with icmpx type no-route") == true)
+        #expect(filter.unreachableRules)
         #expect(convergence.isInUse)
 
         // A tree the kernel refuses leaves the rules that were there.
@@ -123,7 +140,19 @@ struct FailureRulesetTests {
         kernel.refusal = nil
         try convergence.converge(.whole, to: nil)
         #expect(filter.tables.isEmpty)
+        #expect(!filter.unreachableRules)
         #expect(!convergence.isInUse)
+    }
+
+    @Test("a target without a table is not asked to remove one: only a listing, no table made to be deleted")
+    func removalOfNothing() throws {
+        let filter = FakePacketFilter()
+        let engine = ShapingEngine(kernel: FakeKernel(), filter: filter)
+        try engine.install(nil, on: Fixtures.target)
+        #expect(filter.transactions == ["list tables inet"])
+        // A kernel whose nftables cannot list the inet family (User-mode Linux's) has nothing to remove either.
+        filter.refusal = { _ in NetlinkError(code: .other, operation: "run nftables commands", reason: "Error: Could not process rule: Operation not supported") }
+        try engine.install(nil, on: Fixtures.target)
     }
 
     @Test("refused rules leave the tree untouched and name nftables' reason")
@@ -137,5 +166,48 @@ struct FailureRulesetTests {
         #expect(error.message.contains("nft_reject_inet"))
         #expect(kernel.executed.isEmpty)
         #expect(!convergence.isInUse)
+    }
+}
+
+@Suite("Failure counters")
+struct FailureCounterTests {
+    @Test("every failing rule counts, named after its condition; a listing's counters sum per condition")
+    func counted() throws {
+        let peer = MatchedCondition(slot: 4, match: MatchPlanTests.peer("10.0.0.5", port: 443), profile: FailureRulesetTests.serverDown)
+        let rules = try #require(try Planner().failureRules(on: Fixtures.target, whole: FailureRulesetTests.offline, matches: [peer]))
+        let failing = rules.chains.values.flatMap { $0 }.filter { $0.contains("reject") || $0.contains(" drop") }
+        #expect(!failing.isEmpty)
+        for rule in failing {
+            #expect(rule.contains(" counter "), "\(rule)")
+            #expect(rule.hasSuffix(#"comment "whole""#) || rule.hasSuffix(#"comment "slot 4""#), "\(rule)")
+        }
+        let listing = """
+        table inet linkcond_failures_eth0 {
+        	chain output {
+        		type filter hook output priority filter - 10; policy accept;
+        		tcp dport 22 accept
+        		oifname "eth0" ip daddr 10.0.0.5 tcp dport 443 meta l4proto tcp counter packets 7 bytes 420 reject with tcp reset comment "slot 4"
+        		oifname "eth0" meta l4proto tcp tcp flags & (syn | ack) == syn counter packets 3 bytes 180 reject with icmpx no-route comment "whole"
+        		oifname "eth0" counter packets 2 bytes 100 reject with icmpx no-route comment "whole"
+        	}
+        	chain input {
+        		iifname "eth0" counter packets 5 bytes 900 drop comment "whole"
+        	}
+        }
+        """
+        #expect(FailureRuleset.packetCounts(inListing: listing) == ["slot 4": 7, "whole": 10])
+    }
+
+    @Test("a convergence reads each failing slot's count from one listing; a slot without a failure has none")
+    func perSlot() throws {
+        let filter = FakePacketFilter()
+        let convergence = KernelConvergence(
+            target: Fixtures.target, planner: Planner(), engine: ShapingEngine(kernel: FakeKernel(), filter: filter), logger: .init(label: "test")
+        )
+        let match = MatchPlanTests.peer("10.0.0.5")
+        try convergence.converge(.whole, to: FailureRulesetTests.offline)
+        try convergence.converge(.match(2, match), to: Fixtures.slowNet)
+        filter.listing = #"    oifname "eth0" counter packets 12 bytes 1 reject with icmpx no-route comment "whole""# + "\n"
+        #expect(convergence.failedPackets(of: [.whole, .match(2, match)]) == [.whole: 12])
     }
 }

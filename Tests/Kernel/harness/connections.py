@@ -12,7 +12,8 @@ VM), so that a test can tell how soon after a reset each end failed.
   tries  opens COUNT new connections to HOST:PORT one after another (TCP), or sends a datagram
          on COUNT connected UDP sockets and waits for the answer; prints, as JSON, what each got
          (`ok`, `timeout`, or the errno's name; for a datagram whose send failed, `send ERRNO,
-         then` what the socket heard after it) and how long it took, in milliseconds.
+         then` what the socket heard in the 0.2 s after it) and how long until the app knew, in
+         milliseconds.
   lookup resolves NAME COUNT times with getaddrinfo; prints what each got (`ok`, `timeout`, or
          the EAI_ error's name) and how long it took.
 """
@@ -109,33 +110,52 @@ def hold(args) -> None:
     done.set()
 
 
-def attempt(args) -> str:
+def attempt(args) -> dict:
+    """One try: what it got, and how long until the app knew (for a datagram whose send failed,
+    that failure; what the socket heard after it is waited for 0.2 s more, and not timed)."""
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     kind = socket.SOCK_STREAM if args.proto == "tcp" else socket.SOCK_DGRAM
+    began = time.monotonic()
+
+    def done(result: str) -> dict:
+        return {"result": result, "ms": (time.monotonic() - began) * 1000}
+
     with socket.socket(family, kind) as sock:
         sock.settimeout(args.timeout)
+        if args.recverr:
+            # Every ICMP error, not only those the kernel deems fatal (IPv6's "no route").
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, 25, 1)  # IPV6_RECVERR
+            else:
+                sock.setsockopt(socket.IPPROTO_IP, 11, 1)  # IP_RECVERR
         try:
             sock.connect((args.host, args.port))
         except socket.timeout:
-            return "timeout"
+            return done("timeout")
         except OSError as error:
-            return outcome(error)
+            return done(outcome(error))
         if args.proto == "tcp":
-            return "ok"
-        # A datagram's send can fail by itself (a local firewall's drop); what the socket hears
-        # after it (an ICMP error) is the answer's part: `send EPERM, then ENETUNREACH`.
-        sent = ""
+            return done("ok")
         try:
             sock.send(b"x")
         except OSError as error:
-            sent = f"send {outcome(error)}, then "
+            known = done(f"send {outcome(error)}")
+            sock.settimeout(0.2)
+            try:
+                sock.recv(64)
+                known["result"] += ", then ok"
+            except socket.timeout:
+                known["result"] += ", then timeout"
+            except OSError as later:
+                known["result"] += f", then {outcome(later)}"
+            return known
         try:
             sock.recv(64)
-            return sent + "ok"
+            return done("ok")
         except socket.timeout:
-            return sent + "timeout"
+            return done("timeout")
         except OSError as error:
-            return sent + outcome(error)
+            return done(outcome(error))
 
 
 def timed(what) -> dict:
@@ -145,7 +165,7 @@ def timed(what) -> dict:
 
 
 def tries(args) -> None:
-    print(json.dumps([timed(lambda: attempt(args)) for _ in range(args.count)]))
+    print(json.dumps([attempt(args) for _ in range(args.count)]))
 
 
 def lookup(args) -> None:
@@ -183,6 +203,7 @@ def main() -> None:
     t.add_argument("--proto", choices=["tcp", "udp"], default="tcp")
     t.add_argument("--count", type=int, default=20)
     t.add_argument("--timeout", type=float, default=5)
+    t.add_argument("--recverr", action="store_true", help="ask for every ICMP error (IP_RECVERR, IPV6_RECVERR)")
     n = modes.add_parser("lookup")
     n.add_argument("--name", required=True)
     n.add_argument("--count", type=int, default=20)
