@@ -31,7 +31,7 @@ public struct FailureRuleset: Hashable, Sendable {
     public static let unreachableRulePriority: UInt32 = 1
 
     /// Whether the table marks datagrams for the unreachable rule, which must then be there.
-    public var needsUnreachableRule: Bool { chains[.route] != nil }
+    public var needsUnreachableRule: Bool { chains[.route]?.contains { $0.contains(" meta mark set ") } == true }
 
     /// The commands that make the kernel hold exactly this table: created if missing, emptied,
     /// filled, all in one transaction.
@@ -118,7 +118,7 @@ extension Planner {
             // the rules above) leave that way.
             let receivingHooks: [FailureRuleset.Hook] = match.isDevice ? [.forward] : [.input, .forward]
             guard let failure = condition.profile.failure else {
-                add(sending.map { "\($0.text) accept" }, to: sendingHooks)
+                add(sending.map { "\($0.text) accept" }, to: sendingHooks + (match.isDevice ? [] : [.route]))
                 add(receiving.map { "\($0.text) accept" }, to: receivingHooks)
                 continue
             }
@@ -135,8 +135,10 @@ extension Planner {
             let tag = FailureRuleset.tag(of: nil)
             let selector = Selector(text: "oifname \(device)", transport: nil)
             add(Self.refusals(failure, of: selector, tag: tag), to: [.output, .forward])
-            if failure == .offline { add([Self.unroutable(selector, tag: tag)].compactMap { $0 }, to: [.route]) }
-            if failure == .offline { add(["iifname \(device) counter drop comment \"\(tag)\""], to: [.input, .forward]) }
+            if failure == .offline {
+                add([Self.unroutable(selector, tag: tag)].compactMap { $0 }, to: [.route])
+                add(["iifname \(device) counter drop comment \"\(tag)\""], to: [.input, .forward])
+            }
         }
         return FailureRuleset(table: FailureRuleset.tableName(for: target.interface), chains: chains)
     }

@@ -88,6 +88,13 @@ struct FailureRulesetTests {
         let pass = try #require(output.firstIndex(of: #"oifname "eth0" ip daddr 10.0.0.5/32 accept"#))
         let fail = try #require(output.firstIndex { $0.hasPrefix(#"oifname "eth0" meta l4proto tcp"#) })
         #expect(pass < fail)
+        // Its datagrams too: they are not routed to the unreachable rule.
+        let route = try #require(try Self.rules(whole: Self.offline, [peer])?.chains[.route])
+        let routed = try #require(route.firstIndex(of: #"oifname "eth0" ip daddr 10.0.0.5/32 accept"#))
+        let marked = try #require(route.firstIndex { $0.contains("meta mark set") })
+        #expect(routed < marked)
+        // Only passing rules: no mark, no policy rule needed.
+        #expect(try Self.rules([peer, MatchedCondition(slot: 2, match: MatchPlanTests.peer("10.0.0.6"), profile: Self.serverDown)])?.needsUnreachableRule == false)
     }
 
     @Test("the management exemptions of the daemon are the rules' too, both ways")
