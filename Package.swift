@@ -46,7 +46,7 @@ let package = Package(
         // Sets the Swift runtime's global-executor hooks, which a statically linked runtime hides from dlsym.
         .target(name: "CGlobalExecutorHooks"),
         // Safe Swift over libnl. Knows nothing of profiles.
-        .target(name: "Netlink", dependencies: ["CNetlink"]),
+        .target(name: "Netlink", dependencies: ["CNetlink", "CNFTables"]),
         // zlib, found through pkg-config: the kernel's configuration is /proc/config.gz.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // Facts about the host both binaries read: the default route, the kernel's configuration.
@@ -62,14 +62,14 @@ let package = Package(
         // the daemon reads /proc/PID.
         .systemLibrary(name: "CPidfd"),
         .systemLibrary(name: "CMalloc"),
-        .target(name: "Sandboxes", dependencies: ["Netlink", "CNFTables", "CPidfd", "IPAddressText"]),
+        .target(name: "Sandboxes", dependencies: ["Netlink", "CPidfd", "IPAddressText"]),
         // Profile model in human units, YAML decoding, validation, the catalog.
         .target(name: "Profiles", dependencies: ["CYAML", "NameMatching"]),
         // Profile -> TrafficPlan (pure), and applying plans through Netlink.
         .target(
             name: "Shaping",
             dependencies: [
-                "Netlink", "Profiles", "IPAddressText", "CNFTables",
+                "Netlink", "Profiles", "IPAddressText",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

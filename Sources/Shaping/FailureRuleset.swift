@@ -79,9 +79,7 @@ public struct FailureRuleset: Hashable, Sendable {
         if let first = interface.utf8.first, isLetter(first) || (first >= 0x30 && first <= 0x39), interface.utf8.allSatisfy(isAllowed) {
             return tablePrefix + interface
         }
-        var hash: UInt32 = 2_166_136_261
-        for byte in interface.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        let hex = String(hash, radix: 16)
+        let hex = String(ShapingTarget.fnv1a(interface), radix: 16)
         return tablePrefix + "if_" + String(repeating: "0", count: 8 - hex.count) + hex
     }
 }

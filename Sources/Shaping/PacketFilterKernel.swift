@@ -1,4 +1,3 @@
-import CNFTables
 import Glibc
 import Netlink
 
@@ -35,10 +34,10 @@ public final class NFTablesKernel: PacketFilterKernel {
     public var isLoaded: Bool { access("/sys/module/nf_tables", F_OK) == 0 }
 
     public func run(_ commands: String) throws(NetlinkError) -> String {
-        guard let namespace else { return try Self.runHere(commands) }
+        guard let namespace else { return try NFTablesCommands.run(commands) }
         let file = try NetworkNamespaceFile(path: namespace.path, expected: namespace.identity)
         return try file.whileInside("run nftables commands") { () -> Result<String, NetlinkError> in
-            Result { () throws(NetlinkError) -> String in try Self.runHere(commands) }
+            Result { () throws(NetlinkError) -> String in try NFTablesCommands.run(commands) }
         }.get()
     }
 
@@ -56,23 +55,5 @@ public final class NFTablesKernel: PacketFilterKernel {
                 try socket.deleteUnreachableRule(rule)
             }
         }
-    }
-
-    /// Runs `commands` in the namespace the calling thread is in.
-    private static func runHere(_ commands: String) throws(NetlinkError) -> String {
-        guard let context = nft_ctx_new(UInt32(NFT_CTX_DEFAULT)) else {
-            throw NetlinkError(code: .other, operation: "make a libnftables context", reason: "out of memory")
-        }
-        defer { nft_ctx_free(context) }
-        _ = nft_ctx_buffer_output(context)
-        _ = nft_ctx_buffer_error(context)
-        guard nft_run_cmd_from_buffer(context, commands) != 0 else {
-            return nft_ctx_get_output_buffer(context).map { String(cString: $0) } ?? ""
-        }
-        let reason = nft_ctx_get_error_buffer(context).map { String(cString: $0) } ?? ""
-        let firstLine = reason.split(separator: "\n").first.map(String.init) ?? "no reason given"
-        let code: NetlinkError.Code = reason.contains("Operation not permitted") ? .notPermitted
-            : reason.contains("No such file or directory") ? .notFound : .other
-        throw NetlinkError(code: code, operation: "run nftables commands", reason: firstLine, kernelMessage: reason.isEmpty ? nil : reason)
     }
 }

@@ -22,7 +22,7 @@ extension ShapingEngine {
             } catch {
                 throw ShapingError(failureRulesOn: target, table: table, removing: true, refusal: error)
             }
-            removeUnreachableRulesIfUnused()
+            removeUnreachableRulesIfUnused(remaining: tables.filter { $0 != table })
             return
         }
         do {
@@ -40,9 +40,10 @@ extension ShapingEngine {
         }
     }
 
-    /// The unreachable policy rules go with the last failure table of the namespace.
-    public func removeUnreachableRulesIfUnused() {
-        guard let filter, (try? failureTables())?.isEmpty == true else { return }
+    /// The unreachable policy rules go with the last failure table of the namespace: `remaining`
+    /// when the caller knows them, else as the kernel lists them now.
+    public func removeUnreachableRulesIfUnused(remaining: [String]? = nil) {
+        guard let filter, (remaining ?? (try? failureTables()))?.isEmpty == true else { return }
         do {
             try filter.setUnreachableRules(false)
         } catch {
