@@ -73,8 +73,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The failures a condition can put on its target beside shaping: connections reset now.
-        .target(name: "Failures", dependencies: ["CSocketDiag", "Netlink", "Shaping", "IPAddressText"]),
+        // The failures a condition can put on its target beside shaping: connections reset now,
+        // DNS queries answered with a failure.
+        .target(
+            name: "Failures",
+            dependencies: ["CSocketDiag", "Netlink", "Shaping", "Profiles", "IPAddressText", .product(name: "Logging", package: "swift-log")]
+        ),
         // The words daemon and client share: condition ids, peers, namespaces, durations, lease
         // holders, error codes. The domain speaks them without the API's documents.
         .target(name: "LinkCondVocabulary", dependencies: ["IPAddressText"]),
@@ -163,7 +167,7 @@ let package = Package(
         // An in-memory model of the kernel's tc objects, for tests without root or netem.
         .target(
             name: "ShapingTestSupport",
-            dependencies: ["Shaping", "Netlink", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Shaping", "Netlink", "Profiles", .product(name: "Logging", package: "swift-log")],
             path: "Tests/ShapingTestSupport"
         ),
         .testTarget(name: "ProfilesTests", dependencies: ["Profiles", "NameMatching"]),
@@ -173,7 +177,7 @@ let package = Package(
         ),
         .testTarget(name: "ControlAPITests", dependencies: ["ControlAPI"]),
         .testTarget(name: "SandboxesTests", dependencies: ["Sandboxes"]),
-        .testTarget(name: "FailuresTests", dependencies: ["Failures", "Shaping"]),
+        .testTarget(name: "FailuresTests", dependencies: ["Failures", "Shaping", "Profiles"]),
         .testTarget(
             name: "LinkCondDaemonTests",
             dependencies: [
@@ -192,7 +196,7 @@ let package = Package(
         .target(
             name: "LinkCondFuzzTargets",
             dependencies: [
-                "Conditions", "ControlHTTP", "Profiles", "ControlAPI",
+                "Conditions", "ControlHTTP", "Profiles", "ControlAPI", "Failures",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

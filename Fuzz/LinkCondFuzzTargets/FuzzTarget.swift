@@ -5,6 +5,7 @@ import Foundation
 #endif
 import ControlAPI
 import Conditions
+import Failures
 import ControlHTTP
 import NIOCore
 import NIOEmbedded
@@ -28,6 +29,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case state
     /// The history file a starting daemon reads, and each record as `GET /v1/history` shows it.
     case history
+    /// A packet netfilter queued for the DNS responder, from the network: its IP and UDP headers,
+    /// the DNS query in it, and the answer that would fail it.
+    case dns
 
     public func run(_ bytes: [UInt8]) {
         switch self {
@@ -37,6 +41,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .scenario: Self.scenario(bytes)
         case .state: Self.state(bytes)
         case .history: Self.history(bytes)
+        case .dns: Self.dns(bytes)
         }
     }
 
@@ -47,6 +52,15 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     static let requester = Requester(uid: 1000, gid: 1000, pid: 1, user: "fuzz", command: "fuzz")
+
+    private static func dns(_ bytes: [UInt8]) {
+        // The bytes as a whole packet, and as a query alone.
+        let payload = QueuedDatagram(packet: bytes[...])?.payload ?? bytes[...]
+        guard let query = DNSQuery(parsing: payload) else { return }
+        let answer = query.answer(code: 3)
+        precondition(answer.count <= payload.count, "an answer longer than its query")
+        _ = DNSFailure(kind: .nxdomain, names: ["*.example.com"]).covers(query.name)
+    }
 
     private static func request(_ bytes: [UInt8]) {
         let channel = EmbeddedChannel()

@@ -39,7 +39,7 @@ extension ConditionRegistry {
             return ConditionCounters(
                 id: condition.id.description, profile: profile?.name,
                 uplink: counters.uplink, downlink: counters.downlink,
-                failure: profile?.failure?.rawValue,
+                failure: profile?.failureName,
                 failedPackets: failedByTarget[ObjectIdentifier(condition.convergence)]?[condition.slot]
             )
         }

@@ -52,6 +52,23 @@ extension Conditioner {
         condition.sandbox.map { sandboxManager.tearDown($0, of: condition.id) } ?? true
     }
 
+    /// A step's handover: the sandbox's flows get new NAT mappings (the far end sees a new
+    /// source); recorded in the history either way. Only a sandbox's flows are linkcond's to map.
+    func handOverAsStepBegins(_ condition: Condition, step: String) {
+        let profile = condition.policy.effective?.profile.name ?? "off"
+        guard let sandbox = condition.sandbox else {
+            record(condition, from: profile, to: profile, reason: "handover", requester: nil, detail: "step '\(step)' hands over only a sandbox's flows (run --isolated); this condition's are not linkcond's to map")
+            return
+        }
+        do {
+            try sandboxManager.handOver(sandbox)
+            logger.notice("\(condition.id): step '\(step)' handed sandbox \(sandbox.index)'s flows over to new mappings")
+            record(condition, from: profile, to: profile, reason: "handover", requester: nil, detail: "step '\(step)': the sandbox's flows continue from a new address and port")
+        } catch {
+            record(condition, from: profile, to: profile, reason: "handover", requester: nil, detail: "step '\(step)' could not hand over: \(error)")
+        }
+    }
+
     /// IPv4 forwarding goes back off where linkcond turned it on, once no sandbox needs it.
     func restoreForwardingIfNoSandbox(stopping: Bool = false) {
         guard stopping || !registry.all.contains(where: { $0.sandbox != nil }) else { return }

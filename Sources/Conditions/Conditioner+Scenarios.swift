@@ -25,8 +25,8 @@ extension Conditioner {
             plannedStart: appliedAt, timeline: Timeline(generation: nextGeneration())
         )
         logger.notice("scenario '\(start.entry.scenario.name)' plays on \(condition.id) (seed \(start.schedule.seed))")
-        if let run = condition.scenario, run.step.resetsConnections {
-            resetAsStepBegins(condition, step: run.step.displayName)
+        if let run = condition.scenario {
+            beginStepEvents(of: run.step, on: condition)
         }
         armStep(&condition)
     }
@@ -83,10 +83,18 @@ extension Conditioner {
             condition, from: previous, reason: "scenario", requester: requester,
             detail: "'\(run.scenario.name)' step \(play.index + 1) of \(run.scenario.steps.count)\(round) (\(run.step.displayName)), \(cause)"
         )
-        if run.step.resetsConnections {
-            resetAsStepBegins(condition, step: run.step.displayName)
-        }
+        beginStepEvents(of: run.step, on: condition)
         armStep(&condition)
+    }
+
+    /// What a step does once, as it begins: a handover, then a reset of connections.
+    private func beginStepEvents(of step: ScenarioStep, on condition: Condition) {
+        if step.handsOver {
+            handOverAsStepBegins(condition, step: step.displayName)
+        }
+        if step.resetsConnections {
+            resetAsStepBegins(condition, step: step.displayName)
+        }
     }
 
     /// Sets the current step's timer and, for a trigger, reads its counter now and starts polling.

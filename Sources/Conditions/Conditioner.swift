@@ -328,7 +328,8 @@ public actor Conditioner {
             persist(condition)
             throw error
         }
-        if let failure = wanted.effective?.profile.failure, failure != old.effective?.profile.failure {
+        // A link that goes down leaves connections to stall and retry, as on a real one.
+        if let failure = wanted.effective?.profile.failure, failure.hasRules, failure != old.effective?.profile.failure {
             resetAsFailureBegins(condition, failure)
         }
         followTraces(&condition)

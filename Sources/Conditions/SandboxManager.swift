@@ -78,6 +78,11 @@ struct SandboxManager {
     }
 
     /// IPv4 forwarding goes back off where linkcond turned it on (no sandbox needs it now).
+    func handOver(_ sandbox: SandboxAddressing) throws(SandboxError) {
+        guard let plumbing else { throw SandboxError(code: .plumbingFailed, message: "this linkcondd cannot make sandboxes") }
+        try plumbing.handOver(sandbox)
+    }
+
     func restoreForwarding() {
         for problem in plumbing?.restoreForwarding() ?? [] {
             logger.error("cannot restore \(problem)")

@@ -61,6 +61,9 @@ package struct PersistedState: Codable, Equatable {
         var dnsDelayMicroseconds: UInt64
         /// Absent in the files of daemons from before failures, and for a profile without one.
         var failure: String?
+        /// Absent for a profile whose lookups do not fail.
+        var dnsFailure: String?
+        var dnsFailureNames: [String]?
     }
 
     package struct StoredLease: Codable, Equatable {
@@ -208,7 +211,9 @@ extension PersistedState.StoredProfile {
             name: profile.name, description: profile.description, file: entry.file, stem: entry.stem,
             downlink: .init(profile.downlink), uplink: .init(profile.uplink),
             dnsDelayMicroseconds: profile.dnsDelay.microseconds,
-            failure: profile.failure?.rawValue
+            failure: profile.failure?.rawValue,
+            dnsFailure: profile.dnsFailure?.kind.rawValue,
+            dnsFailureNames: profile.dnsFailure.map(\.names)
         )
     }
 
@@ -220,12 +225,22 @@ extension PersistedState.StoredProfile {
             guard let known = ConnectionFailure(rawValue: failure) else { throw StoredProfileError(field: "failure") }
             connectionFailure = known
         }
+        var dns: DNSFailure?
+        if let dnsFailure {
+            guard let kind = DNSFailure.Kind(rawValue: dnsFailure) else { throw StoredProfileError(field: "dnsFailure") }
+            let names = dnsFailureNames ?? []
+            guard names.count <= DNSFailure.maximumNames, names.allSatisfy({ (try? DNSFailure.name(parsing: $0)) == $0 }) else {
+                throw StoredProfileError(field: "dnsFailureNames")
+            }
+            dns = DNSFailure(kind: kind, names: names)
+        }
         let profile = Profile(
             name: name, description: description,
             downlink: try downlink.conditions(field: "downlink"),
             uplink: try uplink.conditions(field: "uplink"),
             dnsDelay: Delay(microseconds: dnsDelayMicroseconds),
-            failure: connectionFailure
+            failure: connectionFailure,
+            dnsFailure: dns
         )
         return ProfileEntry(profile: profile, file: file, stem: stem)
     }

@@ -53,12 +53,16 @@ public struct ProfileDocument: Codable, Sendable, Equatable {
     public var dnsDelay: String
     /// `offline` or `refuse`: what happens to connections besides shaping; absent when nothing.
     public var failure: String?
+    /// `nxdomain`, `servfail` or `timeout`: the lookups through the condition that fail; absent when none.
+    public var dnsFailure: String?
+    /// The names whose lookups fail; absent or empty: every name.
+    public var dnsFailureNames: [String]?
     /// One line: `down: 32kbit 100ms; up: 32kbit 100ms; dns: +200ms`.
     public var summary: String
 
     public init(
         name: String, description: String, file: String, downlink: DirectionDocument, uplink: DirectionDocument, dnsDelay: String,
-        failure: String? = nil, summary: String
+        failure: String? = nil, dnsFailure: String? = nil, dnsFailureNames: [String]? = nil, summary: String
     ) {
         self.name = name
         self.description = description
@@ -67,6 +71,8 @@ public struct ProfileDocument: Codable, Sendable, Equatable {
         self.uplink = uplink
         self.dnsDelay = dnsDelay
         self.failure = failure
+        self.dnsFailure = dnsFailure
+        self.dnsFailureNames = dnsFailureNames
         self.summary = summary
     }
 }

@@ -21,7 +21,7 @@ public struct ConditionStatsDocument: Codable, Sendable, Equatable {
     /// condition has no objects in the kernel (it is off).
     public var uplink: DirectionStatsDocument?
     public var downlink: DirectionStatsDocument?
-    /// The failure in force (`offline`, `refuse`), absent when none.
+    /// The failures in force (`offline`, `refuse`, `dns-nxdomain`, `dns-servfail`, `dns-timeout`, comma-separated), absent when none.
     public var failure: String?
     /// Packets the failure refused (answered with an error) or dropped, since it came into force.
     public var failedPackets: UInt64?

@@ -90,7 +90,7 @@ package struct ControlRouter: Sendable {
             let conditions = await conditioner.conditionList().map { snapshot in
                 MetricsText.Condition(
                     id: snapshot.id.description, profile: snapshot.profile?.name, leaseSecondsLeft: snapshot.lease?.secondsLeft,
-                    counters: readings[snapshot.id.description], failure: snapshot.profile?.failure?.rawValue
+                    counters: readings[snapshot.id.description], failure: snapshot.profile?.failureName
                 )
             }
             return .reply(ControlReply(status: .ok, body: Array(MetricsText.render(conditions).utf8), contentType: MetricsText.contentType))

@@ -49,7 +49,7 @@ package enum MetricsText {
                perDirection([(",reason=\"loss\"", \.lossDrops), (",reason=\"queue\"", \.queueDrops)]))
         family("linkcond_queued_packets", "gauge", "Packets waiting in the profile's queue now.", perDirection(\.queuedPackets))
         family("linkcond_queued_bytes", "gauge", "Bytes waiting in the profile's queue now.", perDirection(\.queuedBytes))
-        family("linkcond_condition_failure", "gauge", "1 while the condition's profile fails connections, with the failure (offline, refuse).",
+        family("linkcond_condition_failure", "gauge", "1 while the condition's profile fails connections, with the failures (offline, refuse, link-down, dns-nxdomain, dns-servfail, dns-timeout).",
                conditions.compactMap { condition in condition.failure.map { ("condition=\"\(escaped(condition.id))\",failure=\"\(escaped($0))\"", "1") } })
         family("linkcond_failed_packets_total", "counter", "Packets the condition's failure refused (answered with an error) or dropped, since it came into force.",
                conditions.compactMap { condition in

@@ -45,6 +45,8 @@ extension ProfileDocument {
             uplink: DirectionDocument(profile.uplink),
             dnsDelay: profile.dnsDelay.description,
             failure: profile.failure?.rawValue,
+            dnsFailure: profile.dnsFailure?.kind.rawValue,
+            dnsFailureNames: profile.dnsFailure.flatMap { $0.names.isEmpty ? nil : $0.names },
             summary: profile.summary
         )
     }

@@ -130,6 +130,7 @@ extension ScenarioSummary {
             name: scenario.name, description: scenario.description, file: entry.file,
             steps: scenario.steps.map { step in
                 var text = step.displayName
+                if step.handsOver { text += ", handed over," }
                 if step.resetsConnections { text += ", connections reset," }
                 if let duration = step.duration { text += " for \(duration)" }
                 if let trigger = step.trigger { text += (step.duration == nil ? " until " : " or until ") + trigger.description }

@@ -9,33 +9,47 @@ public struct LinkInfo: Sendable, Equatable {
     public var kind: String?
     public var isUp: Bool
     public var mtu: UInt32
+    /// A veth's other end, by its index in its own namespace (IFLA_LINK); `nil` when none is said.
+    public var peerIndex: Int32?
 
-    public init(index: Int32, name: String, kind: String?, isUp: Bool, mtu: UInt32) {
+    public init(index: Int32, name: String, kind: String?, isUp: Bool, mtu: UInt32, peerIndex: Int32? = nil) {
         self.index = index
         self.name = name
         self.kind = kind
         self.isUp = isUp
         self.mtu = mtu
+        self.peerIndex = peerIndex
     }
 }
 
 extension NetlinkSocket {
     /// The device called `name`, or `nil` when there is none.
     public func link(named name: String) throws(NetlinkError) -> LinkInfo? {
+        try link(index: 0, name: name, what: name)
+    }
+
+    /// The device with index `index`, or `nil` when there is none.
+    public func link(index: Int32) throws(NetlinkError) -> LinkInfo? {
+        try link(index: index, name: nil, what: "number \(index)")
+    }
+
+    private func link(index: Int32, name: String?, what: String) throws(NetlinkError) -> LinkInfo? {
         var pointer: OpaquePointer?
         do {
-            try perform("look up link \(name)") { rtnl_link_get_kernel($0, 0, name, &pointer) }
+            try perform("look up link \(what)") { rtnl_link_get_kernel($0, index, name, &pointer) }
         } catch where error.code == .noSuchDevice || error.code == .notFound {
             return nil
         }
         guard let pointer else { return nil }
         let link = NetlinkObject(pointer)
+        let peer = rtnl_link_get_link(link.pointer)
         return LinkInfo(
             index: rtnl_link_get_ifindex(link.pointer),
             name: String(cString: rtnl_link_get_name(link.pointer)),
             kind: rtnl_link_get_type(link.pointer).map { String(cString: $0) },
             isUp: rtnl_link_get_flags(link.pointer) & UInt32(IFF_UP) != 0,
-            mtu: rtnl_link_get_mtu(link.pointer)
+            mtu: rtnl_link_get_mtu(link.pointer),
+            peerIndex: peer > 0 ? peer : nil
         )
     }
 

@@ -25,6 +25,10 @@ extension NetlinkSocket {
         try change(name, "bring \(name) up") { rtnl_link_set_flags($0, UInt32(IFF_UP)) }
     }
 
+    public func setDown(_ name: String) throws(NetlinkError) {
+        try change(name, "bring \(name) down") { rtnl_link_unset_flags($0, UInt32(IFF_UP)) }
+    }
+
     /// Whether IPv4 packets arriving on `name` may be forwarded (its `forwarding` setting).
     public func ipv4Forwarding(on name: String) throws(NetlinkError) -> Bool {
         var pointer: OpaquePointer?

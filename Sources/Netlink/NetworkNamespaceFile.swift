@@ -127,3 +127,43 @@ extension NetworkNamespaceFile {
         return value
     }
 }
+
+extension NetworkNamespaceFile {
+    /// Writes `value` to `/proc/sys/net/…` (`name`: `ipv4/conf/eth0/forwarding`) as this
+    /// namespace sees it: a thread enters the namespace to open and write it.
+    public func writeNetworkSetting(_ name: String, _ value: String) throws(NetlinkError) {
+        let error = try whileInside("write net.\(name)") { NetworkSettings.write(name, value) }
+        if error != 0 { throw NetworkSettings.failure(error, writing: name) }
+    }
+
+    /// What `/proc/sys/net/NAME` says in this namespace, without its newline; `nil` when unreadable.
+    public func networkSetting(_ name: String) throws(NetlinkError) -> String? {
+        try whileInside("read net.\(name)") { NetworkSettings.read(name) }
+    }
+}
+
+/// `/proc/sys/net/…` of the calling thread's network namespace.
+public enum NetworkSettings {
+    /// 0, or the errno of opening or writing it.
+    public static func write(_ name: String, _ value: String) -> Int32 {
+        let descriptor = open("/proc/sys/net/" + name, O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return errno }
+        defer { close(descriptor) }
+        let bytes = Array((value + "\n").utf8)
+        return bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) } == bytes.count ? 0 : errno
+    }
+
+    public static func read(_ name: String) -> String? {
+        let descriptor = open("/proc/sys/net/" + name, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+        guard count >= 0 else { return nil }
+        return String(decoding: buffer[..<count], as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+    }
+
+    public static func failure(_ error: Int32, writing name: String) -> NetlinkError {
+        NetlinkError(code: error == EPERM || error == EACCES ? .notPermitted : .other, operation: "write net.\(name)", errno: error, reason: String(cString: strerror(error)))
+    }
+}

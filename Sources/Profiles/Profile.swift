@@ -11,6 +11,8 @@ public struct Profile: Hashable, Sendable {
     public var dnsDelay: Delay
     /// What happens to connections through the condition besides shaping; `nil`: nothing.
     public var failure: ConnectionFailure?
+    /// Lookups through the condition that fail (answered by linkcondd); `nil`: none.
+    public var dnsFailure: DNSFailure?
 
     public init(
         name: String,
@@ -18,7 +20,8 @@ public struct Profile: Hashable, Sendable {
         downlink: LinkConditions = .unshaped,
         uplink: LinkConditions = .unshaped,
         dnsDelay: Delay = .zero,
-        failure: ConnectionFailure? = nil
+        failure: ConnectionFailure? = nil,
+        dnsFailure: DNSFailure? = nil
     ) {
         self.name = name
         self.description = description
@@ -26,14 +29,23 @@ public struct Profile: Hashable, Sendable {
         self.uplink = uplink
         self.dnsDelay = dnsDelay
         self.failure = failure
+        self.dnsFailure = dnsFailure
     }
 
     /// `down: 32kbit 100ms; up: 32kbit 100ms; dns: +200ms`, `failure: offline; down: …`.
     public var summary: String {
         var text = "down: \(downlink.summary); up: \(uplink.summary)"
         if !dnsDelay.isZero { text += "; dns: +\(dnsDelay)" }
+        if let dnsFailure { text += "; dns: \(dnsFailure)" }
         if let failure { text = "failure: \(failure.rawValue); " + text }
         return text
+    }
+
+    /// The failures in force, as status and metrics name them: `offline`, `dns-nxdomain`,
+    /// `refuse, dns-timeout`; `nil` when none.
+    public var failureName: String? {
+        let names = [failure?.rawValue, dnsFailure.map { "dns-\($0.kind.rawValue)" }].compactMap { $0 }
+        return names.isEmpty ? nil : names.joined(separator: ", ")
     }
 
     /// Whether a direction follows a trace instead of a fixed rate.
@@ -43,6 +55,6 @@ public struct Profile: Hashable, Sendable {
 
     /// The same condition with no values changed: two profiles with equal conditions shape alike.
     public func hasSameConditions(as other: Profile) -> Bool {
-        downlink == other.downlink && uplink == other.uplink && dnsDelay == other.dnsDelay && failure == other.failure
+        downlink == other.downlink && uplink == other.uplink && dnsDelay == other.dnsDelay && failure == other.failure && dnsFailure == other.dnsFailure
     }
 }

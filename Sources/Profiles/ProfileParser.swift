@@ -12,7 +12,7 @@ public enum ProfileParser {
         "duplicate", "duplicate-correlation", "corrupt", "corrupt-correlation",
         "reorder", "reorder-correlation", "queue",
     ]
-    static let dnsFields = ["delay"]
+    static let dnsFields = ["delay", "failure", "names"]
 
     /// Parses `yaml`, naming `file` in errors. A direction's `trace:` reads its file only with
     /// `traces: .besideFile`, for a file from a profile directory: by default a profile is text
@@ -37,15 +37,16 @@ public enum ProfileParser {
             description = try document.scalar(descriptionNode, field: "description")
         }
 
-        let dns = try dnsDelay(document.fields["dns"], path: "dns", file: file)
+        let dns = try dns(document.fields["dns"], path: "dns", file: file)
 
         return Profile(
             name: name,
             description: description,
             downlink: try conditions(document.fields["downlink"], path: "downlink", file: file, traces: traces),
             uplink: try conditions(document.fields["uplink"], path: "uplink", file: file, traces: traces),
-            dnsDelay: dns,
-            failure: try failure(of: document)
+            dnsDelay: dns.delay,
+            failure: try failure(of: document),
+            dnsFailure: dns.failure
         )
     }
 
@@ -69,11 +70,38 @@ public enum ProfileParser {
         return conditions
     }
 
-    /// The extra DNS delay of a `dns:` section at `path`; none when absent.
-    static func dnsDelay(_ node: YAMLNode?, path: String, file: String) throws(ProfileError) -> Delay {
-        guard let node else { return .zero }
+    /// A `dns:` section at `path`: the extra delay of every lookup, and the lookups that fail
+    /// (`failure:`, for the `names:` listed or every name); nothing when absent.
+    static func dns(_ node: YAMLNode?, path: String, file: String) throws(ProfileError) -> (delay: Delay, failure: DNSFailure?) {
+        guard let node else { return (.zero, nil) }
         let dns = try YAMLSection(node: node, path: path, file: file)
         try dns.rejectUnknownFields(allowed: dnsFields)
-        return try dns.value("delay", default: .zero, Delay.init(parsing:))
+        let delay = try dns.value("delay", default: .zero, Delay.init(parsing:))
+        let kind = try dns.value("failure", default: nil) { text throws(UnitParseError) in try DNSFailure.kind(parsing: text) }
+        var names: [String] = []
+        if let namesNode = dns.fields["names"] {
+            guard kind != nil else {
+                throw ProfileError(code: .badValue, file: file, line: namesNode.line, field: dns.dotted("names"), message: "names the lookups that fail, so it needs failure: (nxdomain, servfail or timeout) beside it")
+            }
+            let items: [YAMLNode]
+            switch namesNode {
+            case .sequence(let nodes, _): items = nodes
+            case .scalar: items = [namesNode]
+            case .mapping: throw ProfileError(code: .wrongType, file: file, line: namesNode.line, field: dns.dotted("names"), message: "must be a list of host names, e.g. [api.example.com, \"*.cdn.example.com\"]")
+            }
+            guard items.count <= DNSFailure.maximumNames else {
+                throw ProfileError(code: .badValue, file: file, line: namesNode.line, field: dns.dotted("names"), message: "lists \(items.count) names; at most \(DNSFailure.maximumNames)")
+            }
+            for (index, item) in items.enumerated() {
+                let field = "names[\(index)]"
+                let text = try dns.scalar(item, field: field)
+                do {
+                    names.append(try DNSFailure.name(parsing: text))
+                } catch {
+                    throw ProfileError(code: .badValue, file: file, line: item.line, field: dns.dotted(field), message: error.message)
+                }
+            }
+        }
+        return (delay, kind.map { DNSFailure(kind: $0, names: names) })
     }
 }

@@ -59,12 +59,15 @@ public struct ScenarioStep: Hashable, Sendable {
     /// As it begins, the step resets the condition's TCP connections (`reset: true`): a socket
     /// reclaimed, a network change.
     public var resetsConnections: Bool
+    /// As it begins, the step hands a sandbox's flows over to a new path (`handover: true`), as
+    /// from Wi-Fi to LTE: the far end sees them from a new address and port.
+    public var handsOver: Bool
     /// The file's line the step starts on, for messages about it after parsing.
     public var line: Int
 
     public init(
         label: String? = nil, profile: ProfileReference, duration: StepDuration? = nil, trigger: StepTrigger? = nil,
-        repeatCount: Int = 1, resetsConnections: Bool = false, line: Int = 0
+        repeatCount: Int = 1, resetsConnections: Bool = false, handsOver: Bool = false, line: Int = 0
     ) {
         self.label = label
         self.profile = profile
@@ -72,6 +75,7 @@ public struct ScenarioStep: Hashable, Sendable {
         self.trigger = trigger
         self.repeatCount = repeatCount
         self.resetsConnections = resetsConnections
+        self.handsOver = handsOver
         self.line = line
     }
 

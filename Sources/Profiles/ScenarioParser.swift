@@ -9,7 +9,7 @@
 public enum ScenarioParser {
     /// The fields a scenario file may contain, and those each step may contain.
     static let topLevelFields = ["name", "description", "seed", "repeat", "loop", "steps"]
-    static let stepFields = ["label", "profile", "failure", "downlink", "uplink", "dns", "for", "until", "repeat", "reset"]
+    static let stepFields = ["label", "profile", "failure", "downlink", "uplink", "dns", "for", "until", "repeat", "reset", "handover"]
     /// A step's own values: any of these makes it an inline step.
     static let inlineFields = ["failure", "downlink", "uplink", "dns"]
 
@@ -126,13 +126,14 @@ public enum ScenarioParser {
             }
             profile = .named(name)
         } else if !inline.isEmpty {
-            let dnsDelay = try ProfileParser.dnsDelay(section.fields["dns"], path: section.dotted("dns"), file: file)
+            let dns = try ProfileParser.dns(section.fields["dns"], path: section.dotted("dns"), file: file)
             profile = .inline(Profile(
                 name: label ?? "\(scenarioName), step \(number)",
                 downlink: try ProfileParser.conditions(section.fields["downlink"], path: section.dotted("downlink"), file: file, traces: traces),
                 uplink: try ProfileParser.conditions(section.fields["uplink"], path: section.dotted("uplink"), file: file, traces: traces),
-                dnsDelay: dnsDelay,
-                failure: try ProfileParser.failure(of: section)
+                dnsDelay: dns.delay,
+                failure: try ProfileParser.failure(of: section),
+                dnsFailure: dns.failure
             ))
         } else {
             throw ProfileError(
@@ -166,7 +167,8 @@ public enum ScenarioParser {
 
         return ScenarioStep(
             label: label, profile: profile, duration: duration, trigger: trigger,
-            repeatCount: repeatCount.map { Int($0) } ?? 1, resetsConnections: try boolean("reset", in: section) ?? false, line: node.line
+            repeatCount: repeatCount.map { Int($0) } ?? 1, resetsConnections: try boolean("reset", in: section) ?? false,
+            handsOver: try boolean("handover", in: section) ?? false, line: node.line
         )
     }
 

@@ -119,6 +119,14 @@ public final class KernelSandboxPlumbing: SandboxPlumbing {
         )
     }
 
+    public func handOver(_ sandbox: SandboxAddressing) throws(SandboxError) {
+        do {
+            try NetfilterSocket(in: nil).deleteConnections(markedWith: sandbox.connectionMark)
+        } catch {
+            throw SandboxError(code: .natFailed, message: "cannot hand sandbox \(sandbox.index) over (its NAT mappings stay): \(error)")
+        }
+    }
+
     public func forwardDropChains() -> [ForwardDropChain] {
         guard let nft = try? NFTables(), let chains = try? nft.run("list chains\n") else { return [] }
         return ForwardDropChain.find(inChains: chains) { family, table in

@@ -47,11 +47,17 @@ public struct SandboxAddressing: Hashable, Sendable, Codable {
 
     /// The nft commands that make this sandbox's table: what leaves the sandbox for anywhere
     /// but the sandbox itself goes out with the host's address, as from a home router.
+    /// The conntrack mark of this sandbox's flows (`0x6c730000` and its number): a handover
+    /// deletes the entries with it, and each flow's next packet gets a new mapping.
+    public var connectionMark: UInt32 { 0x6C73_0000 | UInt32(index) }
+
+    /// Masquerades the sandbox's flows, each marked as the sandbox's, on a random port: a flow
+    /// translated anew after a handover comes from another port, as after a real one.
     public var natRuleset: String {
         """
         add table ip \(natTable)
         add chain ip \(natTable) postrouting { type nat hook postrouting priority srcnat; policy accept; }
-        add rule ip \(natTable) postrouting ip saddr \(subnetText) ip daddr != \(subnetText) masquerade
+        add rule ip \(natTable) postrouting ip saddr \(subnetText) ip daddr != \(subnetText) ct mark set 0x\(String(connectionMark, radix: 16)) masquerade random
 
         """
     }

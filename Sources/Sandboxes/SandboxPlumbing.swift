@@ -21,6 +21,10 @@ public protocol SandboxPlumbing: AnyObject {
     /// A test hook (fault injection): asked before each kernel step of `plumb` with what the
     /// step does; `true` fails the step as the kernel's refusal would.
     var stepFault: (@Sendable (_ step: String) -> Bool)? { get set }
+    /// A handover, as from Wi-Fi to LTE: the address and port the far end sees of each of the
+    /// sandbox's flows change (their NAT mappings are dropped and made anew on their next packet),
+    /// so that datagrams go on from a new source and TCP connections break.
+    func handOver(_ sandbox: SandboxAddressing) throws(SandboxError)
     /// No sandbox is left: IPv4 forwarding goes back off where linkcond turned it on.
     /// Returns what could not be restored.
     func restoreForwarding() -> [String]

@@ -11,6 +11,9 @@ public struct FailureRuleset: Hashable, Sendable {
     public var table: String
     /// The rules of each chain, in order: exemptions first, then each condition's.
     public var chains: [Hook: [String]]
+    /// The netfilter queues the table hands DNS queries to, each with the failure linkcondd's
+    /// responder answers them with: one queue per distinct failure in the namespace.
+    public var dnsQueues: [UInt16: DNSFailure] = [:]
 
     /// The netfilter hooks the table uses: what a target's apps send passes `output` (or, for
     /// a device behind this machine, `input` and `forward`), what they receive `input`.
@@ -29,6 +32,12 @@ public struct FailureRuleset: Hashable, Sendable {
     /// policy rule that says so, ahead of every table but the local one.
     public static let unreachableMark: UInt32 = 0x6C63_0001
     public static let unreachableRulePriority: UInt32 = 1
+
+    /// The queue of `failure`'s queries: numbers 0x6c00 to 0x6fff ("lc"), the same for the same
+    /// failure in every table of a namespace, so that a queue means one answer.
+    public static func dnsQueue(for failure: DNSFailure) -> UInt16 {
+        0x6C00 + UInt16(ShapingTarget.fnv1a(failure.description) % 0x400)
+    }
 
     /// Whether the table marks datagrams for the unreachable rule, which must then be there.
     public var needsUnreachableRule: Bool { chains[.route]?.contains { $0.contains(" meta mark set ") } == true }
@@ -88,7 +97,14 @@ extension Planner {
     /// The failure rules of a target with these conditions, `nil` when none has a failure: the
     /// target then has no table.
     public func failureRules(on target: ShapingTarget, whole: Profile?, matches: [MatchedCondition]) throws(ShapingError) -> FailureRuleset? {
-        guard whole?.failure != nil || matches.contains(where: { $0.profile.failure != nil }) else { return nil }
+        if let condition = matches.first(where: { $0.profile.failure == .linkDown }) {
+            throw ShapingError(
+                code: .kernelRefused,
+                message: "link-down takes a whole link down; the condition for \(condition.match.text) is one peer's or device's traffic, which cannot lose a link of its own (use --offline)"
+            )
+        }
+        func hasRules(_ profile: Profile?) -> Bool { profile?.failure?.hasRules == true || profile?.dnsFailure != nil }
+        guard hasRules(whole) || matches.contains(where: { hasRules($0.profile) }) else { return nil }
         guard let device = Self.quotedName(target.interface) else {
             throw ShapingError(
                 code: .kernelRefused,
@@ -96,6 +112,15 @@ extension Planner {
             )
         }
         var chains: [FailureRuleset.Hook: [String]] = [:]
+        var dnsQueues: [UInt16: DNSFailure] = [:]
+        func queue(for failure: DNSFailure) throws(ShapingError) -> UInt16 {
+            let number = FailureRuleset.dnsQueue(for: failure)
+            if let other = dnsQueues[number], other != failure {
+                throw ShapingError(code: .kernelRefused, message: "the DNS failures '\(other)' and '\(failure)' on \(target.interface) would share netfilter queue \(number); give one of them another list of names")
+            }
+            dnsQueues[number] = failure
+            return number
+        }
         func add(_ rules: [String], to hooks: [FailureRuleset.Hook]) {
             guard !rules.isEmpty else { return }
             for hook in hooks { chains[hook, default: failureExemptions()] += rules }
@@ -115,6 +140,15 @@ extension Planner {
             // Not a device's output: this machine's answers to it (the ICMP errors and resets of
             // the rules above) leave that way.
             let receivingHooks: [FailureRuleset.Hook] = match.isDevice ? [.forward] : [.input, .forward]
+            if let dnsFailure = condition.profile.dnsFailure {
+                // Lookups go to a resolver: a peer's match selects the resolver, and a port
+                // of its own would select none of them.
+                let lookups = match.isDevice
+                    ? selectors(device: "iifname \(device)", peer: match, peerAs: "saddr", portAs: nil)
+                    : selectors(device: "oifname \(device)", peer: match, peerAs: "daddr", portAs: nil)
+                let number = try queue(for: dnsFailure)
+                add(lookups.flatMap { Self.dnsFailing(dnsFailure, queue: number, of: $0, tag: FailureRuleset.tag(of: condition.slot)) }, to: sendingHooks)
+            }
             guard let failure = condition.profile.failure else {
                 add(sending.map { "\($0.text) accept" }, to: sendingHooks + (match.isDevice ? [] : [.route]))
                 add(receiving.map { "\($0.text) accept" }, to: receivingHooks)
@@ -129,7 +163,11 @@ extension Planner {
                 add(receiving.map { "\($0.text) counter drop comment \"\(tag)\"" }, to: receivingHooks)
             }
         }
-        if let failure = whole?.failure {
+        if let dnsFailure = whole?.dnsFailure {
+            let selector = Selector(text: "oifname \(device)", transport: nil)
+            add(Self.dnsFailing(dnsFailure, queue: try queue(for: dnsFailure), of: selector, tag: FailureRuleset.tag(of: nil)), to: [.output, .forward])
+        }
+        if let failure = whole?.failure, failure.hasRules {
             let tag = FailureRuleset.tag(of: nil)
             let selector = Selector(text: "oifname \(device)", transport: nil)
             add(Self.refusals(failure, of: selector, tag: tag), to: [.output, .forward])
@@ -138,7 +176,7 @@ extension Planner {
                 add(["iifname \(device) counter drop comment \"\(tag)\""], to: [.input, .forward])
             }
         }
-        return FailureRuleset(table: FailureRuleset.tableName(for: target.interface), chains: chains)
+        return FailureRuleset(table: FailureRuleset.tableName(for: target.interface), chains: chains, dnsQueues: dnsQueues)
     }
 
     /// What a chain lets pass before any failure: the exemptions from shaping (SSH, the
@@ -193,7 +231,7 @@ extension Planner {
     /// a reset (ECONNREFUSED to a SYN, ECONNRESET after) and UDP with port unreachable
     /// (ECONNREFUSED); other protocols pass, as a host whose server is down still answers.
     static func refusals(_ failure: ConnectionFailure, of selector: Selector, tag: String) -> [String] {
-        let verdicts = switch failure {
+        let verdicts: [String] = switch failure {
         case .offline: [
             "meta l4proto tcp tcp flags & (syn | ack) == syn counter reject with icmpx type no-route",
             "meta l4proto tcp counter reject with tcp reset",
@@ -205,11 +243,27 @@ extension Planner {
             "meta l4proto tcp counter reject with tcp reset",
             "meta l4proto udp counter reject with icmpx type port-unreachable",
         ]
+        case .linkDown: []
         }
         // A selector that names a transport takes that transport's verdicts alone, which answer all of it.
         let relevant = selector.transport.map { transport in verdicts.filter { $0.contains("l4proto \(transport.rawValue)") } } ?? verdicts
         // Each counted, and named after its condition, so that what a failure refused is read per condition.
         return relevant.map { "\(selector.text) \($0) comment \"\(tag)\"" }
+    }
+
+    /// The rules that fail the lookups sent through `selector`: each query over UDP goes to
+    /// `queue`, where linkcondd's responder answers it (or, for a timeout, drops it) when it asks
+    /// for a name that fails, and lets it pass otherwise; with the queue unheard (linkcondd
+    /// stopped) it passes. Lookups over TCP, whose names a rule cannot read, fail as a whole
+    /// when every name does: refused (the resolver gives up on that server at once), or dropped for a
+    /// timeout; with a list of names they pass.
+    static func dnsFailing(_ failure: DNSFailure, queue: UInt16, of selector: Selector, tag: String) -> [String] {
+        var rules = ["\(selector.text) udp dport 53 counter queue flags bypass to \(queue) comment \"\(tag)\""]
+        if failure.names.isEmpty {
+            let verdict = failure.kind == .timeout ? "drop" : "reject with tcp reset"
+            rules.append("\(selector.text) tcp dport 53 counter \(verdict) comment \"\(tag)\"")
+        }
+        return rules
     }
 
     /// The route chain's rule for the datagrams an app sends through `selector` while offline:

@@ -85,16 +85,33 @@ package final class KernelConvergence {
         // The failure rules first, in one transaction of their own, so that a tree refused by
         // the kernel can be followed by the rules that were there, written back.
         let nextRules = try planner.failureRules(on: target, whole: nextWhole, matches: Array(nextMatches.values))
-        if nextRules != appliedRules {
-            try engine.install(nextRules, on: target)
+        // The link goes down (or comes back) first of all, and back as it was if anything after fails.
+        let isDown = whole?.failure == .linkDown
+        let goesDown = nextWhole?.failure == .linkDown
+        if goesDown != isDown {
+            try engine.setLinkDown(goesDown, on: target)
         }
-        do {
-            try convergeTree(from: applied, to: next, changeInPlace: changeInPlace, replacingForeign: replacingForeign)
+        do throws(ShapingError) {
+            if nextRules != appliedRules {
+                try engine.install(nextRules, on: target)
+            }
+            do {
+                try convergeTree(from: applied, to: next, changeInPlace: changeInPlace, replacingForeign: replacingForeign)
+            } catch {
+                guard nextRules != appliedRules else { throw error }
+                var failure = error
+                do {
+                    try engine.install(appliedRules, on: target)
+                } catch {
+                    failure.rollbackFailures.append(error.message)
+                }
+                throw failure
+            }
         } catch {
-            guard nextRules != appliedRules else { throw error }
+            guard goesDown != isDown else { throw error }
             var failure = error
             do {
-                try engine.install(appliedRules, on: target)
+                try engine.setLinkDown(isDown, on: target)
             } catch {
                 failure.rollbackFailures.append(error.message)
             }
@@ -137,6 +154,8 @@ package final class KernelConvergence {
         let rules = try planner.failureRules(on: target, whole: whole, matches: matches)
         try engine.install(rules, on: target)
         appliedRules = rules
+        // Down if the condition says so; back if an earlier daemon took it down for a condition gone since.
+        try engine.setLinkDown(whole?.failure == .linkDown, on: target)
         guard let plan = planner.plan(on: target, whole: whole, matches: matches) else {
             guard survey.hasLinkcondObjects else { return .nothingToDo }
             try engine.remove(target)
@@ -207,7 +226,7 @@ package final class KernelConvergence {
     /// What each slot's failure refused or dropped so far, in packets, from one reading of the
     /// target's table: only slots whose profile has a failure; empty when the table cannot be read.
     package func failedPackets(of slots: [ConditionSlot]) -> [ConditionSlot: UInt64] {
-        let failing = slots.filter { profile(in: $0)?.failure != nil }
+        let failing = slots.filter { profile(in: $0)?.failureName != nil }
         guard !failing.isEmpty, appliedRules != nil, let counts = try? engine.failureCounts(on: target) else { return [:] }
         var packets: [ConditionSlot: UInt64] = [:]
         for slot in failing {
@@ -235,6 +254,7 @@ package final class KernelConvergence {
     package func removeAll() throws(ShapingError) {
         forget()
         var failure: ShapingError?
+        do { try engine.setLinkDown(false, on: target) } catch { failure = error }
         do { try engine.install(nil, on: target) } catch { failure = error }
         try engine.remove(target)
         if let failure { throw failure }

@@ -30,7 +30,12 @@ extension NamespaceKernels {
 
 /// The real namespaces, through a socket made inside each for every call.
 public final class NetlinkNamespaces: NamespaceKernels {
-    public init() {}
+    private let dns: (any DNSFailureAnswering)?
+
+    /// `dns` answers the DNS failures of every namespace's tables.
+    public init(dns: (any DNSFailureAnswering)? = nil) {
+        self.dns = dns
+    }
 
     public func kernel(at path: String, identity: NamespaceIdentity) -> any TrafficControlKernel {
         NamespacedKernel(path: path, identity: identity)
@@ -45,7 +50,7 @@ public final class NetlinkNamespaces: NamespaceKernels {
     }
 
     public func filter(at path: String, identity: NamespaceIdentity) -> (any PacketFilterKernel)? {
-        NFTablesKernel(namespaceAt: path, identity: identity)
+        NFTablesKernel(namespaceAt: path, identity: identity, dns: dns)
     }
 
     public func routeTables(at path: String) throws(NetlinkError) -> (ipv4: String, ipv6: String) {

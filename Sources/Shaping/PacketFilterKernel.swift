@@ -1,5 +1,6 @@
 import Glibc
 import Netlink
+import Profiles
 
 /// The side-effect edge of failures: nftables commands carried out as one transaction in a
 /// network namespace. `NFTablesKernel` talks to the kernel through libnftables; tests use a model.
@@ -15,6 +16,22 @@ public protocol PacketFilterKernel: AnyObject {
     /// `FailureRuleset.unreachableMark` no route; adding rules already there, or removing rules
     /// already gone, is fine.
     func setUnreachableRules(_ present: Bool) throws(NetlinkError)
+    /// Makes linkcondd answer the DNS queries `table` queues (`FailureRuleset.dnsQueues`),
+    /// replacing what it answered for that table before; empty stops. Returns what it was.
+    @discardableResult
+    func answerDNS(_ queues: [UInt16: DNSFailure], forTable table: String) throws(NetlinkError) -> [UInt16: DNSFailure]
+    /// Takes the link of `interface` down (`true`) as a Wi-Fi drop-out does, or brings it back:
+    /// its carrier goes (its veth's other end, in the daemon's namespace, goes down) and this
+    /// namespace stops using its routes (`ignore_routes_with_linkdown`, which marks it as
+    /// linkcond's doing). Bringing back a link linkcond did not take down does nothing.
+    func setLinkDown(_ down: Bool, interface: String) throws(NetlinkError)
+}
+
+/// Answers the DNS queries of failure tables in every namespace: one responder for the daemon,
+/// which listens on the queues of each namespace a table uses (`Failures.DNSResponder`).
+public protocol DNSFailureAnswering: AnyObject, Sendable {
+    /// What `PacketFilterKernel.answerDNS` asks, for the namespace at `path` (`nil`: the daemon's own).
+    func answer(_ queues: [UInt16: DNSFailure], forTable table: String, inNamespaceAt path: String?, identity: NamespaceIdentity?) throws(NetlinkError) -> [UInt16: DNSFailure]
 }
 
 /// The kernel's nftables, through a libnftables context made for each call: in the daemon's own
@@ -22,8 +39,10 @@ public protocol PacketFilterKernel: AnyObject {
 /// is, so that nothing held keeps a container's namespace alive).
 public final class NFTablesKernel: PacketFilterKernel {
     private let namespace: (path: String, identity: NamespaceIdentity)?
+    private let dns: (any DNSFailureAnswering)?
 
-    public init(namespaceAt path: String? = nil, identity: NamespaceIdentity? = nil) {
+    public init(namespaceAt path: String? = nil, identity: NamespaceIdentity? = nil, dns: (any DNSFailureAnswering)? = nil) {
+        self.dns = dns
         if let path, let identity {
             self.namespace = (path, identity)
         } else {
@@ -55,5 +74,66 @@ public final class NFTablesKernel: PacketFilterKernel {
                 try socket.deleteUnreachableRule(rule)
             }
         }
+    }
+
+    public func setLinkDown(_ down: Bool, interface: String) throws(NetlinkError) {
+        let operation = down ? "take the link of \(interface) down" : "bring the link of \(interface) back"
+        guard let namespace else {
+            guard down else { return }
+            throw NetlinkError(
+                code: .other, operation: operation,
+                reason: "\(interface) is in linkcondd's own network namespace, and taking it down would cut this machine off (SSH too); take a sandbox's (run --isolated) or a namespace's (--netns, --pid) link down, or use --offline"
+            )
+        }
+        let file = try NetworkNamespaceFile(path: namespace.path, expected: namespace.identity)
+        let marker = "ipv4/conf/\(interface)/ignore_routes_with_linkdown"
+        let marked = try file.networkSetting(marker) == "1"
+        guard down || marked else { return }
+        let inside = try NetlinkSocket(in: file)
+        let host = try NetlinkSocket()
+        guard let link = try inside.link(named: interface) else {
+            throw NetlinkError(code: .noSuchDevice, operation: operation, reason: "no such device")
+        }
+        guard link.kind == "veth", let peerIndex = link.peerIndex, let peer = try host.link(index: peerIndex),
+              peer.kind == "veth", peer.peerIndex == link.index else {
+            throw NetlinkError(
+                code: .other, operation: operation,
+                reason: "\(interface) is not a veth whose other end is in linkcondd's namespace (as a sandbox's and most containers' are): its carrier cannot be taken"
+            )
+        }
+        // The other end keeps its IPv6 addresses while it is down (an end down loses them by
+        // default); 2 says linkcond set it, and is set back to 0 as the link comes back.
+        let keepAddresses = "ipv6/conf/\(peer.name)/keep_addr_on_down"
+        if down {
+            for family in ["ipv4", "ipv6"] {
+                do {
+                    try file.writeNetworkSetting("\(family)/conf/\(interface)/ignore_routes_with_linkdown", "1")
+                } catch where family == "ipv6" && error.errno == ENOENT {
+                    // No IPv6 in the namespace: no IPv6 routes to stop using.
+                }
+            }
+            if NetworkSettings.read(keepAddresses) == "0" {
+                _ = NetworkSettings.write(keepAddresses, "2")
+            }
+            try host.setDown(peer.name)
+        } else {
+            try host.setUp(peer.name)
+            if NetworkSettings.read(keepAddresses) == "2" {
+                _ = NetworkSettings.write(keepAddresses, "0")
+            }
+            for family in ["ipv4", "ipv6"] {
+                try? file.writeNetworkSetting("\(family)/conf/\(interface)/ignore_routes_with_linkdown", "0")
+            }
+        }
+    }
+
+    public func answerDNS(_ queues: [UInt16: DNSFailure], forTable table: String) throws(NetlinkError) -> [UInt16: DNSFailure] {
+        guard let dns else {
+            guard queues.isEmpty else {
+                throw NetlinkError(code: .other, operation: "answer DNS queries", errno: ENOSYS, reason: "this linkcondd has no DNS responder")
+            }
+            return [:]
+        }
+        return try dns.answer(queues, forTable: table, inNamespaceAt: namespace?.path, identity: namespace?.identity)
     }
 }

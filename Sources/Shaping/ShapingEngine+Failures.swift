@@ -1,4 +1,5 @@
 import Netlink
+import Profiles
 
 // A target's failure rules: one nftables table, replaced whole in one transaction.
 
@@ -15,6 +16,7 @@ extension ShapingEngine {
         guard let rules else {
             // Removed only where it is: a kernel without nftables' inet family (User-mode
             // Linux's) has no table to remove, and must not be asked to make one.
+            stopAnsweringDNS(for: table)
             guard filter.isLoaded, let tables = try? failureTables(), tables.contains(table) else { return }
             logger.debug("nftables: remove table inet \(table)")
             do {
@@ -25,10 +27,18 @@ extension ShapingEngine {
             removeUnreachableRulesIfUnused(remaining: tables.filter { $0 != table })
             return
         }
+        // The responder listens before the table queues anything to it.
+        let answered: [UInt16: DNSFailure]
+        do {
+            answered = try filter.answerDNS(rules.dnsQueues, forTable: table)
+        } catch {
+            throw ShapingError(code: .kernelRefused, message: "cannot answer the DNS queries of \(target.interface)'s failure (netfilter queues \(rules.dnsQueues.keys.sorted())): \(error.reason)", netlink: error)
+        }
         do {
             logger.debug("nftables: write table inet \(table)")
             try filter.run(rules.commands)
         } catch {
+            _ = try? filter.answerDNS(answered, forTable: table)
             throw ShapingError(failureRulesOn: target, table: table, removing: false, refusal: error)
         }
         guard rules.needsUnreachableRule else { return }
@@ -37,6 +47,31 @@ extension ShapingEngine {
         } catch {
             // The filter's own rules still fail those datagrams, with EPERM at the send.
             logger.warning("cannot add the routing rules that make an offline datagram unroutable: \(error); its send fails with EPERM instead")
+        }
+    }
+
+    /// Takes the target's link down, or brings it back if linkcond took it down (a failure's
+    /// `link-down`).
+    public func setLinkDown(_ down: Bool, on target: ShapingTarget) throws(ShapingError) {
+        guard let filter else {
+            guard down else { return }
+            throw ShapingError(code: .kernelRefused, message: "cannot take the link of \(target.interface) down: this linkcondd cannot reach its namespace's links")
+        }
+        do {
+            logger.debug("link: \(down ? "take \(target.interface) down" : "bring \(target.interface) back")")
+            try filter.setLinkDown(down, interface: target.interface)
+        } catch {
+            let code: ShapingError.Code = error.code == .namespaceGone ? .namespaceGone : error.code == .notPermitted ? .notPermitted : .kernelRefused
+            throw ShapingError(code: code, message: "cannot \(down ? "take the link of \(target.interface) down" : "bring the link of \(target.interface) back"): \(error.reason)", netlink: error)
+        }
+    }
+
+    /// The responder stops answering for `table`, whose rules no longer queue anything.
+    private func stopAnsweringDNS(for table: String) {
+        do {
+            try filter?.answerDNS([:], forTable: table)
+        } catch {
+            logger.warning("cannot stop answering the DNS queries of table inet \(table): \(error)")
         }
     }
 
@@ -85,6 +120,7 @@ extension ShapingEngine {
         } catch {
             throw ShapingError(code: .kernelRefused, message: "cannot remove the nftables table inet \(table): \(error.reason)", netlink: error)
         }
+        stopAnsweringDNS(for: table)
         removeUnreachableRulesIfUnused()
     }
 

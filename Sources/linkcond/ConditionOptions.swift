@@ -26,6 +26,12 @@ struct ConditionOptions: ParsableArguments {
     @Option(name: .customLong("dns-delay"), help: ArgumentHelp("Extra delay for DNS queries.", valueName: "time")) var dnsDelay: String?
     @Flag(help: "Airplane mode: new connections fail at once with \"network unreachable\", nothing arrives.") var offline = false
     @Flag(help: "The server is down: connections are refused (TCP reset, ICMP port unreachable).") var refuse = false
+    @Flag(name: .customLong("link-down"), help: "The link is down, as Wi-Fi dropping out (a sandbox's or namespace's link): its routes go unused, the app sees the change.")
+    var linkDown = false
+    @Option(name: .customLong("dns-failure"), help: ArgumentHelp("Lookups fail: nxdomain (no such name), servfail (server failure) or timeout (no answer).", valueName: "failure"))
+    var dnsFailure: String?
+    @Option(name: .customLong("dns-failure-for"), help: ArgumentHelp("Only lookups of this name fail (repeat it; *.example.com for the names below); others are answered as before.", valueName: "name"))
+    var dnsFailureNames: [String] = []
 
     /// Each profile field set, with the option that set it (the per-direction one wins).
     var fields: [(field: String, option: String, value: String)] {
@@ -47,14 +53,22 @@ struct ConditionOptions: ParsableArguments {
         if let dnsDelay { fields.append(("dns.delay", "--dns-delay", dnsDelay)) }
         if offline { fields.append(("failure", "--offline", "offline")) }
         if refuse { fields.append(("failure", "--refuse", "refuse")) }
+        if linkDown { fields.append(("failure", "--link-down", "link-down")) }
+        if let dnsFailure { fields.append(("dns.failure", "--dns-failure", dnsFailure)) }
+        if !dnsFailureNames.isEmpty {
+            fields.append(("dns.names", "--dns-failure-for", dnsFailureNames.joined(separator: ", ")))
+        }
         return fields
     }
 
     var isEmpty: Bool { fields.isEmpty }
 
     func validate() throws {
-        if offline && refuse {
-            throw ValidationError("--offline and --refuse are two failures; a condition has one at a time")
+        if [offline, refuse, linkDown].filter({ $0 }).count > 1 {
+            throw ValidationError("--offline, --refuse and --link-down are three failures; a condition has one at a time")
+        }
+        if !dnsFailureNames.isEmpty && dnsFailure == nil {
+            throw ValidationError("--dns-failure-for names the lookups that fail; say how with --dns-failure nxdomain, servfail or timeout")
         }
     }
 
@@ -70,8 +84,11 @@ struct ConditionOptions: ParsableArguments {
             let inSection = fields.filter { $0.field.hasPrefix(section + ".") }
             guard !inSection.isEmpty else { continue }
             yaml += "\(section):\n"
-            for (field, _, value) in inSection {
+            for (field, _, value) in inSection where field != "dns.names" {
                 yaml += "  \(field.dropFirst(section.count + 1)): \(Self.quoted(value))\n"
+            }
+            if section == "dns" && !dnsFailureNames.isEmpty {
+                yaml += "  names: [\(dnsFailureNames.map(Self.quoted).joined(separator: ", "))]\n"
             }
         }
         return ProfileDefinition(yaml: yaml, source: "command line")

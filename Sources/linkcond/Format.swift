@@ -153,6 +153,10 @@ enum Format {
         lines.append(direction("uplink", profile.uplink))
         lines.append("DNS delay: \(profile.dnsDelay == "0ms" ? "none" : "+" + profile.dnsDelay)")
         if let failure = profile.failure { lines.append("failure: \(failure)") }
+        if let dnsFailure = profile.dnsFailure {
+            let names = profile.dnsFailureNames ?? []
+            lines.append("DNS failure: \(dnsFailure)" + (names.isEmpty ? " (every name)" : " for " + names.joined(separator: ", ")))
+        }
         lines.append("file: \(profile.file)")
         return lines.joined(separator: "\n")
     }

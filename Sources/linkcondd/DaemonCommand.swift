@@ -145,8 +145,9 @@ struct DaemonCommand: ParsableCommand {
             faultInjection: enableFaultInjection,
             metricsListen: try metricsListen.map(SocketSource.metricsListener(parsing:))
         )
+        let dns = DNSResponder(logger: logger)
         return try await LinkCondDaemon(
-            configuration: configuration, kernel: try openKernel(), filter: NFTablesKernel(), namespaces: NetlinkNamespaces(),
+            configuration: configuration, kernel: try openKernel(), filter: NFTablesKernel(dns: dns), namespaces: NetlinkNamespaces(dns: dns),
             sandboxes: sandboxPlumbing(interface: interface), resetter: KernelConnectionResetter(),
             group: MultiThreadedEventLoopGroup.singleton, logger: logger
         )

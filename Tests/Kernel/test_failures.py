@@ -21,17 +21,43 @@ from pathlib import Path
 import pytest
 
 from harness import contract
+from harness.attempts import failure_tables, p99, results, timing, tries
 from harness.gateway import Gateway, build_gateway
 from harness.profiles import scenario_directory
+from harness.sandboxes import wait_no_leftovers
 from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
 
 VM = "qemu"
-CHECKS = 36 + 28 + 3 + 24 + 4 + 6 + 11
+CHECKS = 36 + 28 + 3 + 24 + 4 + 6 + 11 + 6 + 6
 
 CONNECTIONS = Path(__file__).resolve().parent / "harness" / "connections.py"
 PORT = 9400
 #: Held open to the peer that is reset, to another address of the same server, and to SSH's port.
 RESET_COUNT = 3
+
+
+FLAP = """name: LC Link Flap
+steps:
+  - label: Wi-Fi
+    downlink: { delay: 1ms }
+    for: 5s
+  - label: Drop-out
+    failure: link-down
+    for: 2s
+  - label: Wi-Fi again
+    downlink: { delay: 1ms }
+"""
+
+
+HANDOVER = """name: LC Handover
+steps:
+  - label: Wi-Fi
+    downlink: { delay: 1ms }
+    for: 5s
+  - label: LTE
+    downlink: { delay: 20ms }
+    handover: true
+"""
 
 
 RESET_STEP = """name: LC Reset Step
@@ -45,8 +71,11 @@ steps:
 
 @pytest.fixture(scope="module")
 def profiles(profiles):
-    """The module's profiles, and beside them a scenario whose second step resets."""
+    """The module's profiles, and beside them a scenario whose second step resets and one whose
+    second step takes the link down, and one whose second step hands the flows over."""
     (scenario_directory(profiles) / "lc-reset-step.yaml").write_text(RESET_STEP)
+    (scenario_directory(profiles) / "lc-link-flap.yaml").write_text(FLAP)
+    (scenario_directory(profiles) / "lc-handover.yaml").write_text(HANDOVER)
     return profiles
 
 
@@ -247,44 +276,10 @@ AT_ONCE_MS = 100
 LOOKUP_MS = 1000
 
 
-def tries(namespace, host: str, port: int, proto: str = "tcp", count: int = 20, timeout: float = 5,
-          recverr: bool = False) -> list[dict]:
-    """COUNT attempts from NAMESPACE (connections.py tries): each one's result and milliseconds."""
-    result = namespace.run(SYSTEM_PYTHON, CONNECTIONS, "tries", "--host", host, "--port", str(port), "--proto", proto,
-                           "--count", str(count), "--timeout", str(timeout), *(["--recverr"] if recverr else []),
-                           timeout=60 + count * timeout)
-    return json.loads(result.out) if result.rc == 0 else [{"result": f"probe failed: {result.output}", "ms": None}]
-
-
-def results(attempts: list[dict]) -> list[str]:
-    return sorted(set(a["result"] for a in attempts))
-
-
-def p99(attempts: list[dict]) -> float | None:
-    """The 99th percentile of the attempts' times (of 20: the slowest but none)."""
-    times = sorted(a["ms"] for a in attempts if a["ms"] is not None)
-    return times[min(len(times) - 1, int(len(times) * 0.99))] if times else None
-
-
-def p50(attempts: list[dict]) -> float | None:
-    times = sorted(a["ms"] for a in attempts if a["ms"] is not None)
-    return times[len(times) // 2] if times else None
-
-
-def failure_tables(namespace) -> list[str]:
-    """linkcond's failure tables in NAMESPACE, as nft lists them."""
-    listed = namespace.run("nft", "list", "tables", "inet")
-    return [line.split()[-1] for line in listed.out.splitlines() if "linkcond_failures_" in line]
-
-
 def unreachable_rules(namespace) -> list[str]:
     """The families (`-4`, `-6`) in which NAMESPACE has linkcond's unreachable policy rule."""
     return [family for family in ("-4", "-6")
             if "fwmark 0x6c630001 unreachable" in namespace.run("ip", family, "rule", "show").out]
-
-
-def timing(attempts: list[dict]) -> str:
-    return f"p50 {p50(attempts):.1f} ms, p99 {p99(attempts):.1f} ms" if attempts and p50(attempts) is not None else "none"
 
 
 @pytest.mark.debian_kernel
@@ -513,3 +508,85 @@ def test_offline_for_a_gateway_device(check, daemon, topo, gateway, work):
         for address in (first.v4, first.v6):
             daemon.cli("off", *where, "--device", address)
         ends.stop()
+
+
+@pytest.mark.debian_kernel
+@pytest.mark.checks(6)
+def test_link_flaps_in_a_sandbox(check, daemon, topo, work):
+    """A scenario's step with `failure: link-down` in a sandbox (`run --isolated --scenario`): the
+    command, connecting every 50 ms, sees its link running and connecting, then not running with
+    every connection failing at once (ENETUNREACH), then both back, in that order; nothing is left
+    of the sandbox after."""
+    ends = Ends(work, "flap")
+    ends.serve(topo.client, "0.0.0.0", PORT + 80, "app")
+    try:
+        result = daemon.cli("run", "--isolated", "--scenario", "LC Link Flap", "--", SYSTEM_PYTHON, CONNECTIONS, "link-watch",
+                            "--host", topo.c4, "--port", str(PORT + 80), "--iface", "eth0", "--seconds", "9",
+                            timeout=120)
+        samples = json.loads(result.out) if result.rc == 0 else []
+        check.true("sandbox: the command ran", len(samples) > 20, result.output if result.rc else len(samples), "> 20 samples", require=True)
+        phases = []
+        for sample in samples:
+            state = (sample["result"], sample["running"])
+            if not phases or phases[-1][0] != state:
+                phases.append([state, 0])
+            phases[-1][1] += 1
+        main = [state for state, count in phases if count >= 3]
+        check.equal("sandbox: the phases it saw (3 samples or more each)",
+                    [("ok", True), ("ENETUNREACH", False), ("ok", True)], main)
+        brief = [f"{state} ×{count}" for state, count in phases if count < 3]
+        check.true("sandbox: at most two samples in between (a connect under way as the link changed)", len(brief) <= 2, brief, "<= 2")
+        down = [s for s in samples if not s["running"]]
+        check.true("sandbox: down for about the step's 2 s", 1.5 <= (down[-1]["at"] - down[0]["at"] if down else 0) <= 2.6,
+                   f"{down[-1]['at'] - down[0]['at']:.2f} s" if down else "never", "1.5 to 2.6 s")
+        # The command starts some way into the first step (a sandbox and a Python under qemu take
+        # a second or two): it connects for a while before the drop-out.
+        check.true("sandbox: connected for a while before the drop-out", bool(down) and 0.5 <= down[0]["at"] <= 5.0,
+                   down[0]["at"] if down else "never", "0.5 to 5.0 s")
+        check.equal("sandbox: no veth or NAT table of it left", [], wait_no_leftovers(topo.client))
+    finally:
+        ends.stop()
+
+
+@pytest.mark.debian_kernel
+@pytest.mark.checks(6)
+def test_handover_in_a_sandbox(check, daemon, topo, work):
+    """A scenario's step with `handover: true` in a sandbox: the command's UDP flow goes on, and
+    the server sees it come from a new port from then on (one before, one after, no more); the
+    flow misses at most two answers; its TCP connection, which echoed before, breaks with a reset
+    (the server knows nothing of its new port); the history records the handover."""
+    ends = Ends(work, "handover")
+    # Beyond the host, so that the sandbox's flows to it leave through the sandbox's NAT.
+    ends.processes.append(spawn(topo.server.argv(SYSTEM_PYTHON, CONNECTIONS, "serve", "--address", "0.0.0.0", "--port", str(PORT + 90),
+                                                 "--report", ends.dir / "app.server", "--ready", ends.dir / "app.listening",
+                                                 "--udp", "--udp-tell")))
+    try:
+        if not wait_until((ends.dir / "app.listening").exists, 20):
+            raise AssertionError("no server for the handover")
+        result = daemon.cli("run", "--isolated", "--scenario", "LC Handover", "--", SYSTEM_PYTHON, CONNECTIONS, "handover-watch",
+                            "--host", topo.s4, "--port", str(PORT + 90), "--seconds", "8", timeout=120)
+        samples = json.loads(result.out) if result.rc == 0 else []
+        check.true("handover: the command ran", len(samples) > 20, result.output if result.rc else (len(samples), samples[:4], samples[-3:]),
+                   "> 20 samples", require=True)
+        sources = []
+        for sample in samples:
+            port = sample["udp_source"].rsplit(":", 1)[-1] if ":" in sample["udp_source"] else None
+            if port and (not sources or sources[-1] != port):
+                sources.append(port)
+        check.equal("handover: the server saw the UDP flow from two ports, one after the other", 2, len(sources))
+        missed = [s["at"] for s in samples if ":" not in s["udp_source"]]
+        check.true("handover: the UDP flow went on (at most two answers missed)", len(missed) <= 2, missed, "<= 2")
+        states = []
+        for sample in samples:
+            if not states or states[-1] != sample["tcp"]:
+                states.append(sample["tcp"])
+        check.equal("handover: the TCP connection echoed, then broke with a reset", ["ok", "ECONNRESET"], states)
+        changed = next((s["at"] for s in samples if s["udp_source"].endswith(":" + sources[-1])), None) if sources else None
+        broke = next((s["at"] for s in samples if s["tcp"] != "ok"), None)
+        check.true("handover: both at the same moment (within 0.5 s)", changed is not None and broke is not None and abs(changed - broke) <= 0.5,
+                   (changed, broke), "within 0.5 s")
+        history = daemon.cli("history", "--json").out
+        check.contains("handover: the history records it", history, "the sandbox's flows continue from a new address and port")
+    finally:
+        ends.stop()
+

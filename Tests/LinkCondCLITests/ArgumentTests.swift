@@ -113,6 +113,14 @@ struct ConditionOptionTests {
         #expect(command.condition.option(for: "downlink.bandwidth") == "--rate")
     }
 
+    @Test("--dns-failure and its names become the profile's dns: section; names alone are refused")
+    func dnsFailure() throws {
+        let command = try #require(try LinkCond.parseAsRoot(["activate", "--dns-failure", "nxdomain", "--dns-failure-for", "api.example.com", "--dns-failure-for", "*.cdn.example.com"]) as? Activate)
+        #expect(command.condition.definition.yaml.contains("dns:\n  failure: \"nxdomain\"\n  names: [\"api.example.com\", \"*.cdn.example.com\"]\n"))
+        #expect(command.condition.option(for: "dns.failure") == "--dns-failure")
+        #expect(throws: (any Error).self) { try LinkCond.parseAsRoot(["activate", "--dns-failure-for", "api.example.com"]) }
+    }
+
     @Test("A value cannot break out of its field")
     func quoting() throws {
         let command = try #require(try LinkCond.parseAsRoot(["activate", "--rate", "1Mbit\"\nname: evil"]) as? Activate)

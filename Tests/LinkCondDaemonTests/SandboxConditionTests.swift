@@ -58,6 +58,10 @@ struct SandboxConditionTests {
             return []
         }
 
+        func handOver(_ sandbox: SandboxAddressing) throws(SandboxError) {
+            log.withLock { $0.append("hand over \(sandbox.index)") }
+        }
+
         func restoreForwarding() -> [String] {
             log.withLock { $0.append("restore forwarding") }
             return []

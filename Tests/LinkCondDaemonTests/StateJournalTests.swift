@@ -37,6 +37,8 @@ struct StateJournalTests {
             uplink: LinkConditions(bandwidth: .init(bitsPerSecond: 99_999_999_999), loss: try! LossRate(parsing: "99.9999999999%")),
             dnsDelay: Delay.maximum
         ),
+        Profile(name: "names fail", failure: .refuse, dnsFailure: DNSFailure(kind: .servfail, names: ["api.example.com", "*.cdn.example.com"])),
+        Profile(name: "every name times out", dnsFailure: DNSFailure(kind: .timeout)),
     ]
 
     @Test("Every shipped profile and extreme values come back with bit-identical netlink attributes")

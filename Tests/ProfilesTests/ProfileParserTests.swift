@@ -383,7 +383,7 @@ struct ProfileFailureTests {
     func unknownFailure() throws {
         let error = try #require(throws: ProfileError.self) { try ProfileParser.parse(yaml: "name: X\nfailure: airplane\n", file: "x.yaml") }
         #expect(error.line == 2 && error.field == "failure" && error.code == .badValue)
-        #expect(error.message.contains("offline or refuse"))
+        #expect(error.message.contains("offline, refuse, link-down"))
         let list = try #require(throws: ProfileError.self) { try ProfileParser.parse(yaml: "name: X\nfailure: [offline]\n", file: "x.yaml") }
         #expect(list.code == .wrongType)
     }
@@ -396,5 +396,58 @@ struct ProfileFailureTests {
             return
         }
         #expect(profile.failure == .offline)
+    }
+}
+
+@Suite("Profile DNS failures")
+struct ProfileDNSFailureTests {
+    @Test("dns: failure: nxdomain, servfail or timeout, for every name or those listed (lowercase, no final dot)")
+    func dnsFailures() throws {
+        let every = try ProfileParser.parse(yaml: "name: X\ndns:\n  failure: NXDOMAIN\n", file: "x.yaml")
+        #expect(every.dnsFailure == DNSFailure(kind: .nxdomain))
+        #expect(every.summary == "down: unshaped; up: unshaped; dns: nxdomain")
+        #expect(every.failureName == "dns-nxdomain")
+        let listed = try ProfileParser.parse(yaml: "name: X\nfailure: refuse\ndns:\n  delay: 10ms\n  failure: timeout\n  names: [API.example.com., '*.cdn.example.com']\n", file: "x.yaml")
+        #expect(listed.dnsFailure == DNSFailure(kind: .timeout, names: ["api.example.com", "*.cdn.example.com"]))
+        #expect(listed.failureName == "refuse, dns-timeout")
+        #expect(listed.summary.hasSuffix("dns: +10ms; dns: timeout for api.example.com, *.cdn.example.com"))
+        #expect(try ProfileParser.parse(yaml: "name: X\ndns:\n  failure: servfail\n  names: one.example\n", file: "x.yaml").dnsFailure?.names == ["one.example"])
+        #expect(!every.hasSameConditions(as: try ProfileParser.parse(yaml: "name: X\n", file: "x.yaml")))
+    }
+
+    @Test("which names a list covers: exact names, and *. for the names below (not the name itself)")
+    func covers() {
+        let failure = DNSFailure(kind: .nxdomain, names: ["api.example.com", "*.cdn.example.com"])
+        #expect(failure.covers("api.example.com"))
+        #expect(!failure.covers("www.api.example.com"))
+        #expect(failure.covers("a.b.cdn.example.com"))
+        #expect(!failure.covers("cdn.example.com"))
+        #expect(!failure.covers("xcdn.example.com"))
+        #expect(DNSFailure(kind: .servfail).covers("anything.at.all"))
+    }
+
+    @Test("a bad DNS failure names the file, line and field")
+    func badValues() throws {
+        let kind = try #require(throws: ProfileError.self) { try ProfileParser.parse(yaml: "name: X\ndns:\n  failure: refused\n", file: "x.yaml") }
+        #expect(kind.line == 3 && kind.field == "dns.failure" && kind.message.contains("nxdomain, servfail, timeout"))
+        let name = try #require(throws: ProfileError.self) { try ProfileParser.parse(yaml: "name: X\ndns:\n  failure: nxdomain\n  names:\n    - ok.example\n    - bad..example\n", file: "x.yaml") }
+        #expect(name.line == 6 && name.field == "dns.names[1]" && name.code == .badValue)
+        let alone = try #require(throws: ProfileError.self) { try ProfileParser.parse(yaml: "name: X\ndns:\n  names: [a.example]\n", file: "x.yaml") }
+        #expect(alone.field == "dns.names" && alone.message.contains("needs failure:"))
+        let many = (0...DNSFailure.maximumNames).map { "n\($0).example" }.joined(separator: ", ")
+        let tooMany = try #require(throws: ProfileError.self) { try ProfileParser.parse(yaml: "name: X\ndns:\n  failure: nxdomain\n  names: [\(many)]\n", file: "x.yaml") }
+        #expect(tooMany.message.contains("at most \(DNSFailure.maximumNames)"))
+        let long = String(repeating: "a", count: 64) + ".example"
+        #expect(throws: ProfileError.self) { try ProfileParser.parse(yaml: "name: X\ndns:\n  failure: nxdomain\n  names: [\(long)]\n", file: "x.yaml") }
+    }
+
+    @Test("a scenario step's own dns: may fail lookups")
+    func scenarioStep() throws {
+        let scenario = try ScenarioParser.parse(yaml: "name: S\nsteps:\n  - dns: { failure: servfail }\n    for: 5s\n", file: "s.yaml")
+        guard case .inline(let profile) = scenario.steps[0].profile else {
+            Issue.record("the step is not inline")
+            return
+        }
+        #expect(profile.dnsFailure?.kind == .servfail)
     }
 }

@@ -12,7 +12,7 @@ struct ShippedScenariosTests {
 
     static let catalog = ScenarioCatalog.load(from: [directory], profiles: ShippedProfilesTests.catalog)
 
-    static let stems = ["elevator", "flaky-wifi", "slow-net-then-black-hole", "subway"]
+    static let stems = ["elevator", "flaky-wifi", "slow-net-then-black-hole", "subway", "wifi-to-lte"]
 
     /// The scenario of `stem`, or a recorded issue.
     static func scenario(_ stem: String) throws -> Scenario {
@@ -32,9 +32,9 @@ struct ShippedScenariosTests {
         #expect(Self.catalog.shadowed.isEmpty)
     }
 
-    @Test("exactly the four scenarios are shipped, each in its own file")
+    @Test("exactly the five scenarios are shipped, each in its own file")
     func names() throws {
-        #expect(Self.catalog.sortedEntries.map(\.scenario.name) == ["Elevator", "Flaky Wi-Fi", "Slow Net, then Black Hole", "Subway"])
+        #expect(Self.catalog.sortedEntries.map(\.scenario.name) == ["Elevator", "Flaky Wi-Fi", "Slow Net, then Black Hole", "Subway", "Wi-Fi to LTE"])
         #expect(Self.catalog.sortedEntries.map(\.stem) == Self.stems)
         for stem in Self.stems {
             #expect(try Self.catalog.entry(named: stem).file == "\(Self.directory)/\(stem).yaml")
@@ -131,5 +131,23 @@ struct ShippedScenariosTests {
             }
         }
         #expect(profiles.last?.downlink.loss == .total && profiles.last?.uplink.loss == .total)
+    }
+}
+
+@Suite("Wi-Fi to LTE")
+struct WiFiToLTETests {
+    @Test("Wi-Fi for 20 s, a one-second drop-out that hands the flows over, then LTE")
+    func steps() throws {
+        let scenario = try ShippedScenariosTests.scenario("wifi-to-lte")
+        try #require(scenario.steps.count == 3)
+        #expect(scenario.steps[0].displayName == "WiFi" && scenario.steps[2].displayName == "LTE")
+        let handover = scenario.steps[1]
+        #expect(handover.handsOver && !handover.resetsConnections)
+        guard case .inline(let profile) = handover.profile else {
+            Issue.record("the handover step has no values of its own")
+            return
+        }
+        #expect(profile.failure == .linkDown)
+        #expect(!scenario.loops)
     }
 }

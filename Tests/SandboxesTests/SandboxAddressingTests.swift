@@ -29,7 +29,8 @@ struct SandboxAddressingTests {
         let addressing = SandboxAddressing(index: 12)
         #expect(addressing.natTable == "linkcond_sandbox_12")
         #expect(addressing.natRuleset.contains("add table ip linkcond_sandbox_12"))
-        #expect(addressing.natRuleset.contains("ip saddr 10.254.0.48/30 ip daddr != 10.254.0.48/30 masquerade"))
+        #expect(addressing.natRuleset.contains("ip saddr 10.254.0.48/30 ip daddr != 10.254.0.48/30 ct mark set 0x6c73000c masquerade random"))
+        #expect(addressing.connectionMark == 0x6C73_000C)
         #expect(addressing.natRemoval == "delete table ip linkcond_sandbox_12\n")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Netlink
+import Profiles
 import Shaping
 
 /// nftables as a model: the tables each transaction left, by name, with the commands that
@@ -11,6 +12,9 @@ public final class FakePacketFilter: PacketFilterKernel, @unchecked Sendable {
     private var _refusal: (@Sendable (String) -> NetlinkError?)?
     private var _listing = ""
     private var _unreachableRules = false
+    private var _answered: [String: [UInt16: DNSFailure]] = [:]
+    private var _downLinks: Set<String> = []
+    private var _linkRefusal: NetlinkError?
 
     public init() {}
 
@@ -37,6 +41,34 @@ public final class FakePacketFilter: PacketFilterKernel, @unchecked Sendable {
 
     public func setUnreachableRules(_ present: Bool) throws(NetlinkError) {
         lock.withLock { _unreachableRules = present }
+    }
+
+    /// The interfaces whose link linkcond took down.
+    public var downLinks: Set<String> { lock.withLock { _downLinks } }
+    /// A refusal for every change of a link's state.
+    public var linkRefusal: NetlinkError? {
+        get { lock.withLock { _linkRefusal } }
+        set { lock.withLock { _linkRefusal = newValue } }
+    }
+
+    public func setLinkDown(_ down: Bool, interface: String) throws(NetlinkError) {
+        let refusal = lock.withLock { () -> NetlinkError? in
+            guard _linkRefusal == nil else { return _linkRefusal }
+            if down { _downLinks.insert(interface) } else { _downLinks.remove(interface) }
+            return nil
+        }
+        if let refusal { throw refusal }
+    }
+
+    /// The DNS queues the responder answers, by table.
+    public var answered: [String: [UInt16: DNSFailure]] { lock.withLock { _answered } }
+
+    public func answerDNS(_ queues: [UInt16: DNSFailure], forTable table: String) throws(NetlinkError) -> [UInt16: DNSFailure] {
+        lock.withLock {
+            let previous = _answered[table] ?? [:]
+            _answered[table] = queues.isEmpty ? nil : queues
+            return previous
+        }
     }
 
     public func run(_ commands: String) throws(NetlinkError) -> String {

@@ -218,3 +218,123 @@ struct FailureCounterTests {
         #expect(convergence.failedPackets(of: [.whole, .match(2, match)]) == [.whole: 12])
     }
 }
+
+@Suite("DNS failure rules")
+struct DNSFailureRulesetTests {
+    static let nxdomain = Profile(name: "No Names", dnsFailure: DNSFailure(kind: .nxdomain))
+
+    @Test("the interface's lookups go to one queue (passing when nobody listens), and TCP lookups are refused")
+    func whole() throws {
+        let rules = try #require(try FailureRulesetTests.rules(whole: Self.nxdomain))
+        let queue = FailureRuleset.dnsQueue(for: DNSFailure(kind: .nxdomain))
+        #expect(rules.dnsQueues == [queue: DNSFailure(kind: .nxdomain)])
+        #expect((0x6C00...0x6FFF).contains(queue))
+        let output = try #require(rules.chains[.output])
+        #expect(output.contains(#"oifname "eth0" udp dport 53 counter queue flags bypass to \#(queue) comment "whole""#))
+        #expect(output.contains(#"oifname "eth0" tcp dport 53 counter reject with tcp reset comment "whole""#))
+        #expect(rules.chains[.input] == nil && rules.chains[.route] == nil)
+        #expect(!rules.needsUnreachableRule)
+    }
+
+    @Test("a timeout drops TCP lookups; a list of names lets TCP pass (a rule cannot read their names)")
+    func timeoutAndNames() throws {
+        let timeout = try #require(try FailureRulesetTests.rules(whole: Profile(name: "T", dnsFailure: DNSFailure(kind: .timeout))))
+        #expect(timeout.chains[.output]?.contains { $0.hasSuffix(#"tcp dport 53 counter drop comment "whole""#) } == true)
+        let listed = try #require(try FailureRulesetTests.rules(whole: Profile(name: "L", dnsFailure: DNSFailure(kind: .nxdomain, names: ["a.example"]))))
+        #expect(listed.chains[.output]?.contains { $0.contains("tcp dport 53") } == false)
+        #expect(listed.dnsQueues.values.first?.names == ["a.example"])
+    }
+
+    @Test("a device's lookups are queued as they arrive and as they are forwarded; a peer's by its address whatever its port")
+    func deviceAndPeer() throws {
+        let device = PeerMatch(networks: [try IPNetwork(parsing: "192.168.50.7")], port: nil, transports: [], text: "device", isDevice: true)
+        let rules = try #require(try FailureRulesetTests.rules([MatchedCondition(slot: 4, match: device, profile: Self.nxdomain)]))
+        for hook in [FailureRuleset.Hook.input, .forward] {
+            #expect(rules.chains[hook]?.contains { $0.hasPrefix(#"iifname "eth0" ip saddr 192.168.50.7/32 udp dport 53 counter queue"#) && $0.hasSuffix(#"comment "slot 4""#) } == true)
+        }
+        let peer = MatchedCondition(slot: 5, match: MatchPlanTests.peer("10.0.0.53", port: 853, [.tcp]), profile: Self.nxdomain)
+        let peerRules = try #require(try FailureRulesetTests.rules([peer]))
+        #expect(peerRules.chains[.output]?.contains { $0.hasPrefix(#"oifname "eth0" ip daddr 10.0.0.53/32 udp dport 53 counter queue"#) } == true)
+    }
+
+    @Test("DNS rules come after the exemptions and before an Offline's refusals of the same condition")
+    func order() throws {
+        var both = FailureRulesetTests.offline
+        both.dnsFailure = DNSFailure(kind: .servfail)
+        let output = try #require(try FailureRulesetTests.rules(whole: both)?.chains[.output])
+        let queue = try #require(output.firstIndex { $0.contains(" queue ") })
+        let refusal = try #require(output.firstIndex { $0.contains("reject with icmpx") })
+        #expect(queue < refusal)
+        #expect(output[..<queue].contains("tcp dport 22 accept"))
+    }
+
+    @Test("the responder is told its queues before the table is written, and stops with the table")
+    func responder() throws {
+        let filter = FakePacketFilter()
+        let engine = ShapingEngine(kernel: FakeKernel(), filter: filter)
+        let rules = try #require(try FailureRulesetTests.rules(whole: Self.nxdomain))
+        try engine.install(rules, on: Fixtures.target)
+        #expect(filter.answered[rules.table] == rules.dnsQueues)
+        try engine.install(nil, on: Fixtures.target)
+        #expect(filter.answered.isEmpty)
+        #expect(filter.tables.isEmpty)
+    }
+
+    @Test("a table the kernel refuses leaves the responder answering what it answered before")
+    func refusedTable() throws {
+        let filter = FakePacketFilter()
+        let engine = ShapingEngine(kernel: FakeKernel(), filter: filter)
+        filter.refusal = { commands in commands.contains("queue") ? NetlinkError(code: .other, operation: "nft", reason: "No such file or directory") : nil }
+        let rules = try #require(try FailureRulesetTests.rules(whole: Self.nxdomain))
+        #expect(throws: ShapingError.self) { try engine.install(rules, on: Fixtures.target) }
+        #expect(filter.answered.isEmpty)
+    }
+}
+
+@Suite("Link down")
+struct LinkDownTests {
+    static let linkDown = Profile(name: "Link Down", failure: .linkDown)
+
+    @Test("link-down takes the link down first, needs no table, comes back with off, and goes back up when the tree is refused")
+    func convergence() throws {
+        let kernel = FakeKernel()
+        let filter = FakePacketFilter()
+        let convergence = KernelConvergence(target: Fixtures.target, planner: Planner(), engine: ShapingEngine(kernel: kernel, filter: filter), logger: .init(label: "test"))
+        try convergence.converge(.whole, to: Self.linkDown)
+        #expect(filter.downLinks == ["eth0"])
+        #expect(filter.tables.isEmpty && convergence.appliedRules == nil)
+        try convergence.converge(.whole, to: Fixtures.slowNet)
+        #expect(filter.downLinks.isEmpty)
+
+        kernel.refusal = { step, _ in
+            if case .changeQdisc = step { return NetlinkError(code: .invalid, operation: "change", errno: 22, reason: "refused") }
+            return nil
+        }
+        var slowAndDown = Fixtures.nastyNet
+        slowAndDown.failure = .linkDown
+        #expect(throws: ShapingError.self) { try convergence.converge(.whole, to: slowAndDown) }
+        #expect(filter.downLinks.isEmpty)
+        kernel.refusal = nil
+        try convergence.converge(.whole, to: Self.linkDown)
+        try convergence.removeAll()
+        #expect(filter.downLinks.isEmpty)
+    }
+
+    @Test("a link the kernel will not take down leaves everything as it was, with the reason")
+    func refused() throws {
+        let kernel = FakeKernel()
+        let filter = FakePacketFilter()
+        filter.linkRefusal = NetlinkError(code: .other, operation: "take the link of eth0 down", reason: "eth0 is in linkcondd's own network namespace")
+        let convergence = KernelConvergence(target: Fixtures.target, planner: Planner(), engine: ShapingEngine(kernel: kernel, filter: filter), logger: .init(label: "test"))
+        let error = try #require(throws: ShapingError.self) { try convergence.converge(.whole, to: Self.linkDown) }
+        #expect(error.message.contains("own network namespace"))
+        #expect(kernel.executed.isEmpty && !convergence.isInUse)
+    }
+
+    @Test("a peer's or device's condition cannot take a link down")
+    func notForPeers() throws {
+        let peer = MatchedCondition(slot: 1, match: MatchPlanTests.peer("10.0.0.5"), profile: Self.linkDown)
+        let error = try #require(throws: ShapingError.self) { try Planner().failureRules(on: Fixtures.target, whole: nil, matches: [peer]) }
+        #expect(error.message.contains("--offline"))
+    }
+}

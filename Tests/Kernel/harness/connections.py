@@ -16,6 +16,10 @@ VM), so that a test can tell how soon after a reset each end failed.
          milliseconds.
   lookup resolves NAME COUNT times with getaddrinfo; prints what each got (`ok`, `timeout`, or
          the EAI_ error's name) and how long it took.
+  link-watch  for SECONDS, every 50 ms, connects to HOST:PORT and asks whether IFACE is running
+         (its carrier); prints each sample's time, result and that flag.
+  handover-watch  for SECONDS, every 100 ms, sends a datagram to a `serve --udp-tell` and keeps a
+         TCP connection to it echoing; prints the source the server saw and the connection's state.
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ def serve(args) -> None:
         def echo_datagrams() -> None:
             while True:
                 data, sender = datagrams.recvfrom(2048)
-                datagrams.sendto(data, sender)
+                # With --udp-tell, the answer says where the datagram came from instead.
+                datagrams.sendto(f"{sender[0]}:{sender[1]}".encode() if args.udp_tell else data, sender)
 
         threading.Thread(target=echo_datagrams, daemon=True).start()
     open(args.ready, "w").close()
@@ -181,6 +186,63 @@ def lookup(args) -> None:
     print(json.dumps([timed(resolve) for _ in range(args.count)]))
 
 
+def link_watch(args) -> None:
+    """For SECONDS, every 50 ms: a TCP connect to HOST:PORT (its result) and whether the
+    interface IFACE is running (has its carrier: IFF_RUNNING, asked of this namespace's kernel)."""
+    import fcntl
+    import struct
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+    def running() -> bool:
+        flags = struct.unpack("16sH", fcntl.ioctl(probe, 0x8913, struct.pack("16sH", args.iface.encode(), 0)))[1]
+        return bool(flags & 0x40)
+
+    samples = []
+    began = time.monotonic()
+    while time.monotonic() - began < args.seconds:
+        at = time.monotonic() - began
+        args.proto, args.recverr = "tcp", False
+        samples.append({"at": round(at, 3), "result": attempt(args)["result"], "running": running()})
+        time.sleep(0.05)
+    print(json.dumps(samples))
+
+
+def handover_watch(args) -> None:
+    """For SECONDS, every 100 ms, on one connected UDP socket and one TCP connection to
+    HOST:PORT (a `serve --udp --udp-tell`): the source the server saw the datagram come from (or
+    `timeout`), and whether the TCP connection still echoes (`ok`, or the error that ended it)."""
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    datagrams = socket.socket(family, socket.SOCK_DGRAM)
+    datagrams.settimeout(0.5)
+    datagrams.connect((args.host, args.port))
+    stream = socket.create_connection((args.host, args.port), timeout=2)
+    stream.settimeout(2)
+    ended = None
+    samples = []
+    began = time.monotonic()
+    while time.monotonic() - began < args.seconds:
+        at = round(time.monotonic() - began, 3)
+        try:
+            datagrams.send(b"?")
+            seen = datagrams.recv(256).decode()
+        except socket.timeout:
+            seen = "timeout"
+        except OSError as error:
+            seen = outcome(error)
+        if ended is None:
+            try:
+                stream.sendall(b"x")
+                if not stream.recv(16):
+                    ended = "eof"
+            except socket.timeout:
+                ended = "timeout"
+            except OSError as error:
+                ended = outcome(error)
+        samples.append({"at": at, "udp_source": seen, "tcp": ended or "ok"})
+        time.sleep(0.1)
+    print(json.dumps(samples))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     modes = parser.add_subparsers(dest="mode", required=True)
@@ -190,6 +252,7 @@ def main() -> None:
     s.add_argument("--report", required=True)
     s.add_argument("--ready", required=True)
     s.add_argument("--udp", action="store_true", help="also echo datagrams on the port")
+    s.add_argument("--udp-tell", action="store_true", help="answer each datagram with its source's address:port")
     h = modes.add_parser("hold")
     h.add_argument("--host", required=True)
     h.add_argument("--port", type=int, required=True)
@@ -207,8 +270,18 @@ def main() -> None:
     n = modes.add_parser("lookup")
     n.add_argument("--name", required=True)
     n.add_argument("--count", type=int, default=20)
+    w = modes.add_parser("link-watch")
+    w.add_argument("--host", required=True)
+    w.add_argument("--port", type=int, required=True)
+    w.add_argument("--iface", required=True)
+    w.add_argument("--seconds", type=float, required=True)
+    w.add_argument("--timeout", type=float, default=0.3)
+    v = modes.add_parser("handover-watch")
+    v.add_argument("--host", required=True)
+    v.add_argument("--port", type=int, required=True)
+    v.add_argument("--seconds", type=float, required=True)
     args = parser.parse_args()
-    {"serve": serve, "hold": hold, "tries": tries, "lookup": lookup}[args.mode](args)
+    {"serve": serve, "hold": hold, "tries": tries, "lookup": lookup, "link-watch": link_watch, "handover-watch": handover_watch}[args.mode](args)
 
 
 if __name__ == "__main__":
