@@ -131,8 +131,12 @@ extension NetworkNamespaceFile {
 extension NetworkNamespaceFile {
     /// Writes `value` to `/proc/sys/net/…` (`name`: `ipv4/conf/eth0/forwarding`) as this
     /// namespace sees it: a thread enters the namespace to open and write it.
+    /// A setting that already has the value is not written again.
     public func writeNetworkSetting(_ name: String, _ value: String) throws(NetlinkError) {
-        let error = try whileInside("write net.\(name)") { NetworkSettings.write(name, value) }
+        let error = try whileInside("write net.\(name)") { () -> Int32 in
+            guard NetworkSettings.read(name) != value else { return 0 }
+            return NetworkSettings.write(name, value)
+        }
         if error != 0 { throw NetworkSettings.failure(error, writing: name) }
     }
 
@@ -144,13 +148,21 @@ extension NetworkNamespaceFile {
 
 /// `/proc/sys/net/…` of the calling thread's network namespace.
 public enum NetworkSettings {
-    /// 0, or the errno of opening or writing it.
+    /// 0, or the errno of opening or writing it. A write the kernel asks to be tried again (a
+    /// setting that takes the routing lock answers EAGAIN when it is busy) is, a few times.
     public static func write(_ name: String, _ value: String) -> Int32 {
-        let descriptor = open("/proc/sys/net/" + name, O_WRONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return errno }
-        defer { close(descriptor) }
         let bytes = Array((value + "\n").utf8)
-        return bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) } == bytes.count ? 0 : errno
+        var error: Int32 = 0
+        for attempt in 0..<5 {
+            if attempt > 0 { usleep(20_000) }
+            let descriptor = open("/proc/sys/net/" + name, O_WRONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { return errno }
+            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            error = written == bytes.count ? 0 : errno
+            close(descriptor)
+            guard error == EAGAIN || error == EINTR else { return error }
+        }
+        return error
     }
 
     public static func read(_ name: String) -> String? {

@@ -157,6 +157,9 @@ package final class KernelConvergence {
         // Down if the condition says so; back if an earlier daemon took it down for a condition gone since.
         try engine.setLinkDown(whole?.failure == .linkDown, on: target)
         guard let plan = planner.plan(on: target, whole: whole, matches: matches) else {
+            // Nothing to shape, but a failure (rules, a link down) that a later change must undo.
+            self.whole = whole
+            self.matches = Dictionary(uniqueKeysWithValues: matches.map { ($0.slot, $0) })
             guard survey.hasLinkcondObjects else { return .nothingToDo }
             try engine.remove(target)
             return .removedLeftovers

@@ -115,9 +115,10 @@ public final class NFTablesKernel: PacketFilterKernel {
             if NetworkSettings.read(keepAddresses) == "0" {
                 _ = NetworkSettings.write(keepAddresses, "2")
             }
-            try host.setDown(peer.name)
+            // Already down (a restarted daemon finds it so): a change that changes nothing is refused.
+            if peer.isUp { try host.setDown(peer.name) }
         } else {
-            try host.setUp(peer.name)
+            if !peer.isUp { try host.setUp(peer.name) }
             if NetworkSettings.read(keepAddresses) == "2" {
                 _ = NetworkSettings.write(keepAddresses, "0")
             }

@@ -62,7 +62,7 @@ extension ShapingEngine {
             try filter.setLinkDown(down, interface: target.interface)
         } catch {
             let code: ShapingError.Code = error.code == .namespaceGone ? .namespaceGone : error.code == .notPermitted ? .notPermitted : .kernelRefused
-            throw ShapingError(code: code, message: "cannot \(down ? "take the link of \(target.interface) down" : "bring the link of \(target.interface) back"): \(error.reason)", netlink: error)
+            throw ShapingError(code: code, message: "cannot \(down ? "take the link of \(target.interface) down" : "bring the link of \(target.interface) back"): \(error)", netlink: error)
         }
     }
 

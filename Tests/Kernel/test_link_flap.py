@@ -16,7 +16,7 @@ import pytest
 from harness.attempts import CONNECTIONS, p99, results, timing, tries
 from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
 
-CHECKS = 2 * 9
+CHECKS = 2 * 9 + 4
 
 PORT = 9600
 #: A connection through a link that is down fails within this: no route, not a timeout.
@@ -76,6 +76,31 @@ def test_link_down_for_a_namespace(check, daemon, topo, work, family):
                     (routes(topo.server, flag), operstate(topo.server, far)))
         setting = topo.server.run("sysctl", "-n", f"net.ipv4.conf.{far}.ignore_routes_with_linkdown").out.strip()
         check.equal(f"{family}: off, ignore_routes_with_linkdown back to 0", "0", setting)
+    finally:
+        daemon.cli("off", *where)
+        listener.stop()
+
+
+@pytest.mark.checks(4)
+def test_link_down_survives_a_crash(check, daemon, topo, work):
+    """`--link-down` on the server namespace, the daemon SIGKILLed: the link stays down with
+    nobody to bring it back; restarted, the condition is link-down again and the link still down;
+    off brings it back and the namespace connects."""
+    far = topo.link.far_if
+    where = ("--netns", topo.server.name, "--interface", far)
+    listener = Listener(topo.client, "::", PORT + 2, work, "crash")
+    try:
+        daemon.cli("activate", "--link-down", *where).ok()
+        daemon.kill()
+        check.equal("crash: no daemon, the link stays down", ["ENETUNREACH"], results(tries(topo.server, topo.c4, PORT + 2, count=3)))
+        daemon.start()
+        status = daemon.cli("status", *where).out
+        check.true("crash: restarted, the condition is link-down and the link down",
+                   "link-down" in status and operstate(topo.server, far) in ("lowerlayerdown", "down"),
+                   (status.splitlines()[:3], operstate(topo.server, far)), "link-down, lowerlayerdown")
+        daemon.cli("off", *where).ok()
+        check.equal("crash: off, the link is up", "up", operstate(topo.server, far))
+        check.equal("crash: off, the namespace connects", ["ok"], results(tries(topo.server, topo.c4, PORT + 2, count=3)))
     finally:
         daemon.cli("off", *where)
         listener.stop()
