@@ -46,3 +46,26 @@ extension NetlinkSocket {
         return built
     }
 }
+
+extension NetlinkSocket {
+    /// The routes through the device `index` that someone added (any protocol but the kernel's
+    /// own, `proto kernel`, and router advertisements', `proto ra`): those the kernel removes as the
+    /// device goes down and does not make again as it comes up. Each as `10.0.0.0/24 (proto 4)`.
+    public func addedRoutes(through index: Int32) throws(NetlinkError) -> [String] {
+        var cachePointer: OpaquePointer?
+        try perform("list routes") { rtnl_route_alloc_cache($0, AF_UNSPEC, 0, &cachePointer) }
+        guard let cachePointer else { return [] }
+        let cache = NetlinkCache(cachePointer)
+        return cache.objects.compactMap { route -> String? in
+            let proto = rtnl_route_get_protocol(route)
+            guard proto != UInt8(RTPROT_KERNEL), proto != 9 /* RTPROT_RA */ else { return nil }
+            let hops = rtnl_route_get_nnexthops(route)
+            guard hops > 0, (0..<hops).contains(where: { rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(route, $0)) == index }) else { return nil }
+            var text = [CChar](repeating: 0, count: 64)
+            if let destination = rtnl_route_get_dst(route) {
+                nl_addr2str(destination, &text, text.count)
+            }
+            return "\(String(cString: text)) (proto \(proto))"
+        }
+    }
+}

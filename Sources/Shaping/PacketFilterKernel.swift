@@ -77,11 +77,10 @@ public final class NFTablesKernel: PacketFilterKernel {
     }
 
     public func setLinkDown(_ down: Bool, interface: String) throws(NetlinkError) {
-        let operation = down ? "take the link of \(interface) down" : "bring the link of \(interface) back"
         guard let namespace else {
             guard down else { return }
             throw NetlinkError(
-                code: .other, operation: operation,
+                code: .other, operation: "find the namespace of \(interface)",
                 reason: "\(interface) is in linkcondd's own network namespace, and taking it down would cut this machine off (SSH too); take a sandbox's (run --isolated) or a namespace's (--netns, --pid) link down, or use --offline"
             )
         }
@@ -92,12 +91,12 @@ public final class NFTablesKernel: PacketFilterKernel {
         let inside = try NetlinkSocket(in: file)
         let host = try NetlinkSocket()
         guard let link = try inside.link(named: interface) else {
-            throw NetlinkError(code: .noSuchDevice, operation: operation, reason: "no such device")
+            throw NetlinkError(code: .noSuchDevice, operation: "look up \(interface)", reason: "no such device")
         }
         guard link.kind == "veth", let peerIndex = link.peerIndex, let peer = try host.link(index: peerIndex),
               peer.kind == "veth", peer.peerIndex == link.index else {
             throw NetlinkError(
-                code: .other, operation: operation,
+                code: .other, operation: "find the other end of \(interface)",
                 reason: "\(interface) is not a veth whose other end is in linkcondd's namespace (as a sandbox's and most containers' are): its carrier cannot be taken"
             )
         }
@@ -105,6 +104,14 @@ public final class NFTablesKernel: PacketFilterKernel {
         // default); 2 says linkcond set it, and is set back to 0 as the link comes back.
         let keepAddresses = "ipv6/conf/\(peer.name)/keep_addr_on_down"
         if down {
+            // Routes added through the other end would go with it and not come back.
+            let added = try host.addedRoutes(through: peer.index)
+            guard added.isEmpty || !peer.isUp else {
+                throw NetlinkError(
+                    code: .other, operation: "check the routes through \(peer.name)",
+                    reason: "the other end of \(interface), \(peer.name), carries routes added by hand (\(added.joined(separator: ", "))), which the kernel would remove as it goes down and not put back; use --offline for this namespace"
+                )
+            }
             for family in ["ipv4", "ipv6"] {
                 do {
                     try file.writeNetworkSetting("\(family)/conf/\(interface)/ignore_routes_with_linkdown", "1")

@@ -16,7 +16,7 @@ import pytest
 from harness.attempts import CONNECTIONS, p99, results, timing, tries
 from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
 
-CHECKS = 2 * 9 + 4
+CHECKS = 2 * 9 + 4 + 3
 
 PORT = 9600
 #: A connection through a link that is down fails within this: no route, not a timeout.
@@ -104,3 +104,21 @@ def test_link_down_survives_a_crash(check, daemon, topo, work):
     finally:
         daemon.cli("off", *where)
         listener.stop()
+
+
+@pytest.mark.checks(3)
+def test_link_down_refused_over_added_routes(check, daemon, topo, work):
+    """The veth's other end carries a route someone added (which the kernel would remove as it
+    goes down, and not put back): `--link-down` is refused, naming the route, and nothing changes."""
+    far, near = topo.link.far_if, topo.link.near_if
+    where = ("--netns", topo.server.name, "--interface", far)
+    topo.client.ip("route", "add", "10.99.0.0/24", "dev", near)
+    try:
+        refused = daemon.cli("activate", "--link-down", *where)
+        check.true("added route: refused", refused.rc != 0, refused.rc, "non-zero")
+        check.contains("added route: the refusal names it", refused.output, "10.99.0.0/24")
+        check.equal("added route: nothing changed (the link up, the route there)", ("up", True),
+                    (operstate(topo.server, far), "10.99.0.0/24" in topo.client.run("ip", "route", "show").out))
+    finally:
+        daemon.cli("off", *where)
+        topo.client.run("ip", "route", "del", "10.99.0.0/24", "dev", near)
