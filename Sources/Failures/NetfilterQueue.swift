@@ -70,9 +70,9 @@ final class NetfilterQueue {
         var packets: [Packet] = []
         var offset = bytes.startIndex
         while bytes.endIndex - offset >= 16 {
-            let length = Int(word32(bytes, offset))
+            let length = Int(NetfilterSocket.hostOrder32(bytes, offset))
             guard length >= 16, length <= bytes.endIndex - offset else { break }
-            let type = word16(bytes, offset + 4)
+            let type = NetfilterSocket.hostOrder16(bytes, offset + 4)
             // The message's attributes follow its header (16 bytes) and nfgenmsg (4).
             if type == NetfilterSocket.Subsystem.queue.rawValue << 8 | packetMessage, length >= 20 {
                 var id: UInt32?
@@ -80,8 +80,8 @@ final class NetfilterQueue {
                 var position = offset + 20
                 let end = offset + length
                 while end - position >= 4 {
-                    let size = Int(word16(bytes, position))
-                    let kind = word16(bytes, position + 2) & 0x7FFF
+                    let size = Int(NetfilterSocket.hostOrder16(bytes, position))
+                    let kind = NetfilterSocket.hostOrder16(bytes, position + 2) & 0x7FFF
                     guard size >= 4, size <= end - position else { break }
                     let value = bytes[(position + 4)..<(position + size)]
                     if kind == 1, value.count >= 4 {  // NFQA_PACKET_HDR: id (big-endian) first
@@ -96,13 +96,5 @@ final class NetfilterQueue {
             offset += (length + 3) & ~3
         }
         return packets
-    }
-
-    private static func word16(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt16 {
-        UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
-    }
-
-    private static func word32(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt32 {
-        UInt32(word16(bytes, offset)) | UInt32(word16(bytes, offset + 2)) << 16
     }
 }

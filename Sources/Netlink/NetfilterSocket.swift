@@ -73,8 +73,8 @@ public final class NetfilterSocket {
                 throw NetlinkError(code: .other, operation: operation, errno: error, reason: String(cString: strerror(error)))
             }
             // NLMSG_ERROR, its code after the header: 0 is the acknowledgement.
-            guard count >= 20, UInt16(reply[4]) | UInt16(reply[5]) << 8 == 2 else { continue }
-            let code = -Int32(bitPattern: UInt32(reply[16]) | UInt32(reply[17]) << 8 | UInt32(reply[18]) << 16 | UInt32(reply[19]) << 24)
+            guard count >= 20, Self.hostOrder16(reply[...], 4) == 2 else { continue }
+            let code = -Int32(bitPattern: Self.hostOrder32(reply[...], 16))
             guard code == 0 else {
                 throw NetlinkError(
                     code: code == EPERM ? .notPermitted : .other, operation: operation, errno: code,
@@ -90,6 +90,15 @@ public final class NetfilterSocket {
         let length = 4 + value.count
         return [UInt8(length & 0xFF), UInt8(length >> 8), UInt8(kind & 0xFF), UInt8(kind >> 8)] + value
             + [UInt8](repeating: 0, count: (4 - length % 4) % 4)
+    }
+
+    /// Netlink's own fields (lengths, types, error codes) are in host order: little-endian here.
+    public static func hostOrder16(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt16 {
+        UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
+    }
+
+    public static func hostOrder32(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt32 {
+        UInt32(hostOrder16(bytes, offset)) | UInt32(hostOrder16(bytes, offset + 2)) << 16
     }
 
     public static func bigEndian(_ value: UInt32) -> [UInt8] {

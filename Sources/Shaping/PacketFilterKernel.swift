@@ -53,19 +53,14 @@ public final class NFTablesKernel: PacketFilterKernel {
     public var isLoaded: Bool { access("/sys/module/nf_tables", F_OK) == 0 }
 
     public func run(_ commands: String) throws(NetlinkError) -> String {
-        guard let namespace else { return try NFTablesCommands.run(commands) }
-        let file = try NetworkNamespaceFile(path: namespace.path, expected: namespace.identity)
+        guard let file = try namespaceFile() else { return try NFTablesCommands.run(commands) }
         return try file.whileInside("run nftables commands") { () -> Result<String, NetlinkError> in
             Result { () throws(NetlinkError) -> String in try NFTablesCommands.run(commands) }
         }.get()
     }
 
     public func setUnreachableRules(_ present: Bool) throws(NetlinkError) {
-        let socket = if let namespace {
-            try NetlinkSocket(in: try NetworkNamespaceFile(path: namespace.path, expected: namespace.identity))
-        } else {
-            try NetlinkSocket()
-        }
+        let socket = if let file = try namespaceFile() { try NetlinkSocket(in: file) } else { try NetlinkSocket() }
         for family in [AF_INET, AF_INET6] {
             let rule = UnreachableRule(family: family, mark: FailureRuleset.unreachableMark, priority: FailureRuleset.unreachableRulePriority)
             if present {
@@ -77,14 +72,13 @@ public final class NFTablesKernel: PacketFilterKernel {
     }
 
     public func setLinkDown(_ down: Bool, interface: String) throws(NetlinkError) {
-        guard let namespace else {
+        guard let file = try namespaceFile() else {
             guard down else { return }
             throw NetlinkError(
                 code: .other, operation: "find the namespace of \(interface)",
                 reason: "\(interface) is in linkcondd's own network namespace, and taking it down would cut this machine off (SSH too); take a sandbox's (run --isolated) or a namespace's (--netns, --pid) link down, or use --offline"
             )
         }
-        let file = try NetworkNamespaceFile(path: namespace.path, expected: namespace.identity)
         let marker = "ipv4/conf/\(interface)/ignore_routes_with_linkdown"
         let marked = try file.networkSetting(marker) == "1"
         guard down || marked else { return }
@@ -133,6 +127,12 @@ public final class NFTablesKernel: PacketFilterKernel {
                 try? file.writeNetworkSetting("\(family)/conf/\(interface)/ignore_routes_with_linkdown", "0")
             }
         }
+    }
+
+    /// The namespace, opened for one call (and checked to be the same one still); `nil` for the daemon's own.
+    private func namespaceFile() throws(NetlinkError) -> NetworkNamespaceFile? {
+        guard let namespace else { return nil }
+        return try NetworkNamespaceFile(path: namespace.path, expected: namespace.identity)
     }
 
     public func answerDNS(_ queues: [UInt16: DNSFailure], forTable table: String) throws(NetlinkError) -> [UInt16: DNSFailure] {
