@@ -91,6 +91,7 @@ struct DaemonCommand: ParsableCommand {
         let level = logLevel
         LoggingSystem.bootstrap { _ in DaemonLogHandler(level: level) }
         let logger = Logger(label: "linkcondd")
+        logger.debug("runs at niceness \(SchedulingPriority.current) (linkcondd asks for \(SchedulingPriority.niceness))")
         if !tasksOnEventLoop {
             logger.debug("Swift tasks run on libdispatch's threads, not the event loop: the runtime's global-executor hooks were set already")
         }

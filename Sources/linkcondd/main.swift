@@ -5,6 +5,7 @@ import NIOCore
 import NIOPosix
 
 HugePages.disableForThisProcess()
+SchedulingPriority.raiseForThisProcess()
 
 // One event loop for everything: NIO's I/O and Swift concurrency share a single thread, and no
 // libdispatch pool (whose monitor wakes the process every second) ever starts.

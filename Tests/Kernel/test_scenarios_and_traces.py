@@ -59,6 +59,8 @@ STEP_CHANGE_MS = 6
 #: A step's delay as its packets took it (the 10th percentile) against the step's: netem's timer
 #: fires within 0.1 ms of its time under User-mode Linux, so a step 5 ms off fails.
 STEP_DELAY_TOLERANCE = 1.0
+#: The warm-up's steps (LC Warm Up, played out before LC Steps).
+WARM_UP_STEP_MS = 150
 
 # ---------------------------------------------------------------- the byte trigger
 
@@ -122,6 +124,13 @@ def _steps_scenario() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _warm_up_scenario() -> str:
+    """LC Steps' first two steps, short: the paths a play and a timed step take, walked once."""
+    return "name: LC Warm Up\nsteps:\n" + "".join(
+        f"  - {{ downlink: {{ delay: {down}ms }}, uplink: {{ delay: {up}ms }}, for: {WARM_UP_STEP_MS}ms }}\n"
+        for down, up in ((DOWN_LOW, UP_LOW), (DOWN_HIGH, UP_HIGH)))
+
+
 def _hundred_scenario() -> str:
     lines = ["name: LC Hundred", "steps:"]
     for i in range(1, 101):
@@ -132,6 +141,7 @@ def _hundred_scenario() -> str:
 
 SCENARIOS = {
     "lc-steps.yaml": _steps_scenario(),
+    "lc-warm-up.yaml": _warm_up_scenario(),
     "lc-hundred.yaml": _hundred_scenario(),
     "lc-trigger.yaml": ("name: LC Trigger\nsteps:\n  - label: fast\n    downlink: { bandwidth: 2mbit, delay: 10ms }\n"
                         f"    until: {TRIGGER_BYTES} B of download\n  - label: hole\n    downlink: {{ loss: 100% }}\n"),
@@ -139,7 +149,7 @@ SCENARIOS = {
     # Line 4 holds the step's bad `for`.
     "lc-broken.yaml": "name: LC Broken\nsteps:\n  - profile: Slow Net\n    for: soon\n",
 }
-GOOD_SCENARIOS = ("LC Steps", "LC Hundred", "LC Trigger", "LC Manual")
+GOOD_SCENARIOS = ("LC Steps", "LC Warm Up", "LC Hundred", "LC Trigger", "LC Manual")
 
 
 @pytest.fixture(scope="module")
@@ -201,18 +211,19 @@ def ifb_netem_drops(device) -> int:
 
 def without_stalls(check, name: str, measure, valid=lambda result: True, watched: list | None = None,
                    late_ms: float = 10):
-    """MEASURE() under a StallWatch, measured once more when the machine itself stalled (a
-    wake-up more than LATE_MS late, or VALID says the measurement is not one); the check that the
-    one kept ran without a stall. WATCHED, when given, receives the kept measurement's latest
-    wake-up (ms late)."""
-    for attempt in (1, 2):
+    """MEASURE() under a StallWatch, measured again (three times at most) when the machine
+    itself stalled (a wake-up more than LATE_MS late, or VALID says the measurement is not one);
+    the check that the one kept ran without a stall. WATCHED, when given, receives the kept
+    measurement's latest wake-up (ms late). In CI a trace's two plays both met a stall of 23 ms
+    once, on a host otherwise quiet."""
+    for attempt in (1, 2, 3):
         with StallWatch(late_ms) as watch:
             result = measure()
         print(f"{name}, attempt {attempt}: {watch.summary()}")
         if not watch.stalls and valid(result):
             break
     check.true(f"{name}: the machine ran it without stalling", not watch.stalls, watch.summary(),
-               f"no wake-up more than {watch.late_ms:g} ms late (else measured once more)")
+               f"no wake-up more than {watch.late_ms:g} ms late (else measured again)")
     if watched is not None:
         watched.append(watch.worst_ms or 0)
     return result
@@ -233,7 +244,7 @@ def test_scenarios_listed_and_broken_ones_named(check, daemon):
                    "lc-broken.yaml:4: steps[1].for")
     document = daemon.api.get_json("/v1/scenarios")
     names = sorted(s["name"] for s in document["scenarios"])
-    check.equal("GET /v1/scenarios: the shipped ones and the module's four good ones",
+    check.equal("GET /v1/scenarios: the shipped ones and the module's good ones",
                 sorted(shipped_scenario_names() + list(GOOD_SCENARIOS)), names)
     problems = [(Path(p["file"]).name, p["line"], p["field"]) for p in document["problems"]]
     check.equal("GET /v1/scenarios: the broken file's problem", [("lc-broken.yaml", 4, "steps[1].for")], problems)
@@ -296,10 +307,19 @@ def test_timed_steps_begin_on_schedule_and_change_hitless(check, daemon, topo, p
     2 ms each way: each step begins on schedule (the first step's start plus whole steps, so
     that late starts do not add up), has its own delay, and every packet arrives with at least
     the delay of the step it was sent under: no change lets a packet through with less. A play
-    during which the machine itself stalled (its host busy) is played once more."""
+    during which the machine itself stalled (its host busy) is played once more.
+
+    LC Warm Up plays out first (two short steps of the same kind): in a fresh daemon under
+    User-mode Linux the first change in place took 34 ms where every later one took 3 to 5 ms
+    (its uplink changed 34 ms before its downlink), which skews the reference, the first step's
+    start, against steps that run warm."""
     host = dict(families(topo.s4, topo.s6))[family]
 
     def measure():
+        daemon.api.must(daemon.api.activate("LC Before Steps"))
+        play(daemon, "LC Warm Up")
+        if not wait_until(lambda: daemon.api.status()["scenario"].get("finished"), 10, 0.05):
+            raise ProbeFailed("LC Warm Up did not play out within 10 s")
         daemon.api.must(daemon.api.activate("LC Before Steps"))
         ready = work / "steps.flowing"
         flow = stream(probes, host, "both", STEP_STREAM_RATE, STEPS * STEP_MS / 1000 + 3, ready)
