@@ -79,6 +79,12 @@ let package = Package(
             name: "Failures",
             dependencies: ["CSocketDiag", "Netlink", "Shaping", "Profiles", "IPAddressText", .product(name: "Logging", package: "swift-log")]
         ),
+        // pcapng, written and read (bounded: every byte of a trace is hostile): packet traces.
+        .target(name: "Pcapng"),
+        // libpcap, linked as Debian ships it: captures read from the kernel's AF_PACKET rings.
+        .systemLibrary(name: "CPcap", providers: [.apt(["libpcap-dev"])]),
+        // A condition's packets as a pcapng stream, read in its namespace through libpcap.
+        .target(name: "Capture", dependencies: ["CPcap", "Pcapng", "Netlink"]),
         // The words daemon and client share: condition ids, peers, namespaces, durations, lease
         // holders, error codes. The domain speaks them without the API's documents.
         .target(name: "LinkCondVocabulary", dependencies: ["IPAddressText"]),
@@ -115,7 +121,7 @@ let package = Package(
         .target(
             name: "ControlHTTP",
             dependencies: [
-                "Conditions", "ControlAPI", "IPAddressText", "Netlink", "Profiles", "Sandboxes", "Shaping", "CMalloc", "CSocketOwner",
+                "Conditions", "ControlAPI", "IPAddressText", "Netlink", "Profiles", "Sandboxes", "Shaping", "CMalloc", "CSocketOwner", "Capture",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -178,10 +184,11 @@ let package = Package(
         .testTarget(name: "ControlAPITests", dependencies: ["ControlAPI"]),
         .testTarget(name: "SandboxesTests", dependencies: ["Sandboxes"]),
         .testTarget(name: "FailuresTests", dependencies: ["Failures", "Shaping", "Profiles"]),
+        .testTarget(name: "PcapngTests", dependencies: ["Pcapng"]),
         .testTarget(
             name: "LinkCondDaemonTests",
             dependencies: [
-                "LinkCondDaemon", "Conditions", "ControlHTTP", "LinkCondClient", "LinkCondTesting", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport", "HostFacts", "Sandboxes", "Netlink", "Failures",
+                "LinkCondDaemon", "Conditions", "ControlHTTP", "LinkCondClient", "LinkCondTesting", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport", "HostFacts", "Sandboxes", "Netlink", "Failures", "Capture",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -196,7 +203,7 @@ let package = Package(
         .target(
             name: "LinkCondFuzzTargets",
             dependencies: [
-                "Conditions", "ControlHTTP", "Profiles", "ControlAPI", "Failures",
+                "Conditions", "ControlHTTP", "Profiles", "ControlAPI", "Failures", "Pcapng",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -10,6 +10,7 @@ import ControlHTTP
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import Pcapng
 import Profiles
 
 /// Everything that parses bytes a local user or a file controls, as a function of those bytes:
@@ -32,6 +33,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// A packet netfilter queued for the DNS responder, from the network: its IP and UDP headers,
     /// the DNS query in it, and the answer that would fail it.
     case dns
+    /// A packet trace (`linkcond run --capture` reads the one it was streamed), cut or not.
+    case pcapng
 
     public func run(_ bytes: [UInt8]) {
         switch self {
@@ -42,6 +45,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .state: Self.state(bytes)
         case .history: Self.history(bytes)
         case .dns: Self.dns(bytes)
+        case .pcapng: Self.pcapng(bytes)
         }
     }
 
@@ -60,6 +64,15 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let answer = query.answer(code: 3)
         precondition(answer.count <= payload.count, "an answer longer than its query")
         _ = DNSFailure(kind: .nxdomain, names: ["*.example.com"]).covers(query.name)
+    }
+
+    private static func pcapng(_ bytes: [UInt8]) {
+        for cut in [false, true] {
+            guard let trace = try? PcapngReader(bytes, allowingTruncatedEnd: cut) else { continue }
+            let held = trace.packets.reduce(0) { $0 + $1.data.count }
+            precondition(held <= bytes.count, "packets holding more bytes than the trace")
+            precondition(trace.packets.allSatisfy { $0.interface < trace.interfaces.count }, "a packet of no interface")
+        }
     }
 
     private static func request(_ bytes: [UInt8]) {

@@ -118,3 +118,18 @@ public struct ResetError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "cannot reset the connections of \(condition): \(detail)" }
 }
+
+/// Why a packet capture of a condition cannot begin.
+public struct CaptureRefusal: Error, Sendable, CustomStringConvertible {
+    public enum Reason: Sendable, Equatable {
+        case tooMany
+        case unavailable
+        case namespaceGone
+    }
+
+    public var reason: Reason
+    public var condition: ConditionID
+    public var detail: String
+
+    public var description: String { "cannot capture the packets of \(condition): \(detail)" }
+}

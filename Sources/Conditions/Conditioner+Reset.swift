@@ -68,7 +68,7 @@ extension Conditioner {
 
     /// The condition held for `id`, or for the same device of the same namespace under another
     /// name (a sandbox's, named by its command's PID rather than the one it was made with).
-    private func heldCondition(_ id: ConditionID) throws(ConditionsRefusal) -> Condition? {
+    func heldCondition(_ id: ConditionID) throws(ConditionsRefusal) -> Condition? {
         if let held = registry[id] { return held }
         guard let namespace = id.namespace else { return nil }
         return registry.condition(sameAs: id, in: try namespaces.identity(of: namespace))

@@ -79,6 +79,7 @@ extension Conditioner {
         let change = HistoryRecord(condition.id, from: from, to: to, reason: reason, requester: requester, detail: detail, at: now)
         logger.notice("\(change.logLine(by: requester))")
         history.record(change)
+        tellCaptures(of: condition, reason: reason, detail: detail)
     }
 }
 

@@ -49,6 +49,9 @@ public actor Conditioner {
     var namespaceWaiters: [CheckedContinuation<Void, Never>] = []
     /// Numbers the timelines of scenarios and traces, so that a timer of one that ended does nothing.
     var lastGeneration: UInt64 = 0
+    /// Packet captures running, each told of its condition's changes as they are recorded.
+    var captures: [UInt64: CaptureListener] = [:]
+    var lastCaptureSerial: UInt64 = 0
     /// Set by `shutdown`: no change is taken after it.
     var stopping = false
 

@@ -61,6 +61,16 @@ extension ShapingError: ConditionsError {
     }
 }
 
+extension CaptureRefusal: ConditionsError {
+    public var errorCode: ErrorCode {
+        switch reason {
+        case .tooMany: .tooManyCaptures
+        case .unavailable: .captureUnavailable
+        case .namespaceGone: .namespaceGone
+        }
+    }
+}
+
 extension UnknownInterfaceError: ConditionsError {
     public var errorCode: ErrorCode { .unknownInterface }
 }

@@ -6,6 +6,8 @@ public enum APIPath {
     public static let conditionNext = "/v1/condition/next"
     /// `POST`: the default condition's TCP connections are reset now.
     public static let conditionReset = "/v1/condition/reset"
+    /// `GET`: the default condition's packets, streamed as pcapng.
+    public static let conditionCapture = "/v1/condition/capture"
     public static let status = "/v1/status"
     /// The default condition: the daemon's own interface.
     public static let condition = "/v1/condition"
@@ -46,5 +48,10 @@ public enum APIPath {
     /// `/v1/conditions/{id}/reset`: `POST` resets that condition's TCP connections now.
     public static func conditionReset(_ id: String) -> String {
         condition(id) + "/reset"
+    }
+
+    /// `/v1/conditions/{id}/capture`: `GET` streams that condition's packets as pcapng.
+    public static func conditionCapture(_ id: String) -> String {
+        condition(id) + "/capture"
     }
 }

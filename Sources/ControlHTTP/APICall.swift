@@ -23,6 +23,8 @@ package enum APICall: Sendable, Equatable {
     /// The condition's TCP connections are reset now; refused while another client holds a
     /// lease on it, unless `force`.
     case reset(ConditionID?, force: Bool)
+    /// The condition's packets as pcapng, streamed until a limit or the client's end.
+    case capture(ConditionID?, CaptureOptions)
     case history(limit: Int)
     case stats
     /// The same counters, and the conditions, in Prometheus's text format.
@@ -79,6 +81,9 @@ package enum APICall: Sendable, Equatable {
         case APIPath.conditionReset:
             try require(request, .POST)
             return .reset(nil, force: try flag("force", in: query))
+        case APIPath.conditionCapture:
+            try require(request, .GET)
+            return .capture(nil, try CaptureOptions(query: query))
         case APIPath.stats:
             try require(request, .GET)
             return .stats
@@ -120,11 +125,13 @@ package enum APICall: Sendable, Equatable {
             return .fault(request.body.isEmpty ? FaultRequest(failAtStep: nil) : try decode(FaultRequest.self, from: request.body))
         case _ where path.hasPrefix(APIPath.conditions + "/"):
             var rest = path.dropFirst(APIPath.conditions.count + 1)
-            let leaseSuffix = "/lease", nextSuffix = "/next", resetSuffix = "/reset"
+            let leaseSuffix = "/lease", nextSuffix = "/next", resetSuffix = "/reset", captureSuffix = "/capture"
             let isLease = rest.hasSuffix(leaseSuffix), isNext = rest.hasSuffix(nextSuffix), isReset = rest.hasSuffix(resetSuffix)
+            let isCapture = rest.hasSuffix(captureSuffix)
             if isLease { rest = rest.dropLast(leaseSuffix.count) }
             if isNext { rest = rest.dropLast(nextSuffix.count) }
             if isReset { rest = rest.dropLast(resetSuffix.count) }
+            if isCapture { rest = rest.dropLast(captureSuffix.count) }
             guard let name = PercentEncoding.decode(rest) else {
                 throw .badRequest("malformed condition id in the path")
             }
@@ -136,6 +143,10 @@ package enum APICall: Sendable, Equatable {
             if isReset {
                 try require(request, .POST)
                 return .reset(id, force: try flag("force", in: query))
+            }
+            if isCapture {
+                try require(request, .GET)
+                return .capture(id, try CaptureOptions(query: query))
             }
             guard isLease else { return try condition(id, request, query: query) }
             try require(request, .DELETE)

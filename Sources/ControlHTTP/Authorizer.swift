@@ -26,7 +26,10 @@ public struct Authorizer: Sendable {
     }
 
     /// Why `requester` may not change anything, for a 403.
-    public func refusal(for requester: Requester) -> String {
-        "changing the network condition needs root or membership in the group '\(groupName)'; \(requester.description) has neither (reading status and profiles is open to everyone)"
+    public func refusal(for requester: Requester, capturing: Bool = false) -> String {
+        if capturing {
+            return "a capture holds other people's packets: it needs root or membership in the group '\(groupName)'; \(requester.description) has neither"
+        }
+        return "changing the network condition needs root or membership in the group '\(groupName)'; \(requester.description) has neither (reading status and profiles is open to everyone)"
     }
 }

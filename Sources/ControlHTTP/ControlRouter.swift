@@ -25,6 +25,8 @@ package enum Route: Sendable {
     case reply(ControlReply)
     /// A lease that lasts while the connection does.
     case hold(LeaseSession)
+    /// A capture that streams while the connection lasts.
+    case capture(CaptureStream)
 }
 
 /// Carries out parsed requests against the conditioner and turns results and errors into
@@ -48,7 +50,7 @@ package struct ControlRouter: Sendable {
                 throw ControlError(.notFound, "this address serves GET \(APIPath.metrics) alone; the rest of the API is on the control socket")
             }
             if call.changes {
-                try authorize(request.requester)
+                try authorize(request.requester, for: call)
             }
         } catch {
             return .reply(error.reply)
@@ -65,6 +67,7 @@ package struct ControlRouter: Sendable {
         switch await route(request) {
         case .reply(let reply): return reply
         case .hold: return ControlError.badRequest("leases need a streaming connection").reply
+        case .capture: return ControlError.badRequest("captures need a streaming connection").reply
         }
     }
 
@@ -121,6 +124,8 @@ package struct ControlRouter: Sendable {
                 conditioner: conditioner, id: id, choice: choice, request: lease, maximum: maximum,
                 hostAddresses: try await hostAddresses(for: id), requester: requester, logger: logger
             ))
+        case .capture(let id, let options):
+            return .capture(CaptureStream(conditioner: conditioner, id: id, options: options, requester: requester, logger: logger))
         case .releaseLease(let id):
             return .reply(.json(StatusResponse(try await conditioner.releaseLease(on: id, by: requester))))
         case .reload:
@@ -153,8 +158,11 @@ package struct ControlRouter: Sendable {
         return shown
     }
 
-    private func authorize(_ requester: Requester) throws(ControlError) {
+    private func authorize(_ requester: Requester, for call: APICall) throws(ControlError) {
         guard authorizer.mayChange(requester) else {
+            if case .capture = call {
+                throw ControlError(.forbidden, authorizer.refusal(for: requester, capturing: true))
+            }
             throw ControlError(.forbidden, authorizer.refusal(for: requester))
         }
     }

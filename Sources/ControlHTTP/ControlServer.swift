@@ -222,6 +222,9 @@ package struct ControlServer: Sendable {
                     case .hold(let session):
                         try await hold(session, head: head, channel: accepted.channel, parts: &parts, outbound: outbound)
                         return
+                    case .capture(let capture):
+                        try await stream(capture, head: head, channel: accepted.channel, outbound: outbound)
+                        return
                     }
                 }
             }
@@ -302,6 +305,50 @@ package struct ControlServer: Sendable {
             return
         }
         try? await outbound.write(contentsOf: [.body(.byteBuffer(Self.line(last))), .end(nil)])
+    }
+
+    /// `GET /v1/conditions/{id}/capture`: a pcapng stream until the capture's limit or the
+    /// client's end; the client's own bytes are not read meanwhile (a capture takes no input).
+    private func stream(
+        _ capture: CaptureStream, head: HTTPRequestHead, channel: any Channel,
+        outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    ) async throws {
+        let running: CaptureStream.Running
+        switch await capture.begin() {
+        case .running(let began):
+            running = began
+        case .refused(let reply):
+            try await outbound.write(contentsOf: ConnectionGuard.parts(of: reply, closing: true))
+            return
+        }
+        let inputEnd = InputEndWatcher()
+        try await channel.eventLoop.submit {
+            channel.pipeline.fireUserInboundEventTriggered(ConnectionGuard.LeaseHeld())
+            try channel.pipeline.syncOperations.addHandler(inputEnd, position: .first)
+        }.get()
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: CaptureStream.contentType)
+        headers.add(name: "Transfer-Encoding", value: "chunked")
+        headers.add(name: "Connection", value: "close")
+        logger.debug("\(head.method) \(APICall.printable(head.uri)) -> 200, capture \(running.grant.serial) streams")
+        do {
+            try await outbound.write(contentsOf: [
+                .head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)),
+                .body(.byteBuffer(capture.header(of: running))),
+            ])
+        } catch {
+            await capture.end(running, detail: "the client closed the stream before it began")
+            throw error
+        }
+        let loop = channel.eventLoop
+        await capture.stream(running, clientEnded: { inputEnd.hasEnded }, write: { bytes in
+            guard channel.isActive else { throw ChannelError.ioOnClosedChannel }
+            try await outbound.write(.body(.byteBuffer(bytes)))
+        }, sleep: { duration in
+            guard channel.isActive else { throw ChannelError.ioOnClosedChannel }
+            try await loop.sleep(for: duration)
+        })
+        try? await outbound.write(.end(nil))
     }
 
     private static func line(_ event: LeaseEvent) -> ByteBuffer {

@@ -26,10 +26,10 @@ extension ErrorCode {
             .payloadTooLarge
         case .missingKernelModule, .notPermitted, .kernelRefused, .sandboxPlumbingFailed, .sandboxNATFailed, .internal:
             .internalServerError
-        case .namespacesUnavailable, .sandboxesUnavailable, .resetUnavailable:
+        case .namespacesUnavailable, .sandboxesUnavailable, .resetUnavailable, .captureUnavailable:
             .notImplemented
         case .interfaceMissing, .stopping, .tooManyConditions, .sandboxesExhausted, .hostLookupFailed,
-             .hostLookupTimedOut, .tooManyConnections:
+             .hostLookupTimedOut, .tooManyConnections, .tooManyCaptures:
             .serviceUnavailable
         }
     }

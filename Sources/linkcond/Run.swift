@@ -40,6 +40,8 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Delete a qdisc on the interface that linkcond did not create, instead of refusing.") var replaceForeign = false
     @Option(help: ArgumentHelp("Also write the summary printed when the command ends to this file, as JSON (a CI artifact).", valueName: "file"))
     var jsonSummary: String?
+    @Option(help: ArgumentHelp("Write the command's packets under its condition to this pcapng file, from before it starts to after it ends (with --isolated, its sandbox's alone).", valueName: "file"))
+    var capture: String?
     @Argument(parsing: .captureForPassthrough, help: "The command and its arguments, after --.") var command: [String] = []
 
     func validate() throws {
@@ -57,6 +59,9 @@ struct Run: AsyncParsableCommand {
         }
         if isolated, target.condition != nil {
             throw ValidationError("--isolated makes a network of its own for the command; it takes no --interface, --netns, --pid, --to or --device")
+        }
+        if capture == "-" {
+            throw ValidationError("--capture needs a file: stdout is the command's")
         }
         guard !arguments.isEmpty else {
             throw ValidationError("give the command to run after --, e.g. linkcond run --profile \"Slow Net\" -- npm test")
@@ -76,6 +81,7 @@ struct Run: AsyncParsableCommand {
             force: force ? true : nil, replaceForeign: replaceForeign ? true : nil, condition: target.condition
         )
         let arguments = self.arguments
+        let capturePath = capture
         let told = Atomic<Bool>(false)
         let outcome: (Ran, LeaseOutcome)
         do {
@@ -93,6 +99,10 @@ struct Run: AsyncParsableCommand {
                     try? await client.stats().conditions.first { $0.id == status.id }
                 }
                 let before = await counters()
+                var recording: TraceRecording?
+                if let capturePath {
+                    recording = try await TraceRecording.start(client: client, condition: status.id, path: capturePath)
+                }
                 let started = ContinuousClock.now
                 let exitStatus: Int32
                 if let sandbox {
@@ -108,6 +118,9 @@ struct Run: AsyncParsableCommand {
                     exitStatus = try await ChildProcess.run(arguments)
                 }
                 let elapsed = ContinuousClock.now - started
+                if let recording, let failure = await recording.stop() {
+                    warn(failure)
+                }
                 let scenario = status.scenario == nil ? nil : (try? await client.status(condition: status.id))?.scenario
                 return Ran(
                     status: status, exitStatus: exitStatus, before: before, after: await counters(), scenario: scenario,

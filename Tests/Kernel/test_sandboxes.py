@@ -28,13 +28,14 @@ from harness.probes import PROBE as PROBE_FILE
 from harness.sandboxes import (command_pid, condition_summary, descendants, first_answer, forwarding, isolated_argv,
                                kill_pids, leftovers, member_lease, read_json, start_isolated, wait_listed,
                                wait_no_leftovers)
+from harness.packet_traces import read_trace
 from harness.system import SYSTEM_PYTHON, as_member, run, wait_until
 from harness.tc import Device, qdisc
 from harness.topology import families
 
 VM = "uml"
 DAEMON_ARGS = ["--enable-fault-injection"]
-CHECKS = 158
+CHECKS = 158 + 7
 
 #: A sandbox's build: its plumbing (the veth pair, the host end's address, forwarding on it, the
 #: host end up, lo up inside, the sandbox's address, its eth0 up, its default route, forwarding on
@@ -201,6 +202,40 @@ def test_two_sandboxes_beside_the_unshaped_host(check, daemon, topo, work, serve
 
 
 # ---------------------------------------------------------------- what is left
+
+@pytest.mark.debian_kernel
+@pytest.mark.checks(7)
+def test_two_sandboxes_capture_their_own_packets(check, daemon, topo, work):
+    """Two `run --isolated --capture FILE -- ping` at once, with different profiles: each trace
+    holds its own command's echoes (every request from its own sandbox's address, each answered)
+    and none of the other's packets, and begins with its own profile marked."""
+    runs = {"a": ("LC Test A", 6), "b": ("LC Test B", 4)}
+    files = {name: work / f"sandbox-{name}.pcapng" for name in runs}
+    processes = {}
+    for name, (profile, count) in runs.items():
+        files[name].unlink(missing_ok=True)
+        processes[name] = subprocess.Popen(
+            topo.client.argv(*daemon.client_argv("run", "--isolated", "--profile", profile, "--capture", str(files[name]), "--",
+                                                 "ping", "-4", "-c", str(count), "-i", "0.2", topo.s4)),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    said = {name: process.communicate(timeout=120)[1].decode(errors="replace") for name, process in processes.items()}
+    check.equal("both runs: their commands' exit status, and no word of their captures going wrong",
+                {"a": (0, ""), "b": (0, "")},
+                {n: (p.returncode, "\n".join(l for l in said[n].splitlines() if "capture" in l)) for n, p in processes.items()})
+    traces = {name: read_trace(files[name]) for name in runs}
+    sources = {name: sorted({p.addresses[0] for p in trace.echoes("IPv4", "request", "out") if p.addresses})
+               for name, trace in traces.items()}
+    check.true("each sandbox's requests from one address of its own", all(len(a) == 1 for a in sources.values())
+               and sources["a"] != sources["b"], sources, "one each, not the same")
+    for name, (profile, count) in runs.items():
+        trace, other = traces[name], sources["b" if name == "a" else "a"]
+        check.equal(f"{name}: its {count} echoes each way, read without a word", (count, count, ""),
+                    (len(trace.echoes("IPv4", "request", "out")), len(trace.echoes("IPv4", "reply", "in")), trace.stderr.strip()))
+        strangers = [p.number for p in trace.packets if other and other[0] in p.addresses]
+        check.equal(f"{name}: none of the other sandbox's packets", [], strangers)
+    check.equal("each trace begins with its own profile marked", {n: True for n in runs},
+                {n: bool(t.notes) and f"{runs[n][0]} (in force as the capture began)" in t.notes[0].comment for n, t in traces.items()})
+
 
 @pytest.mark.debian_kernel
 @pytest.mark.checks(5)

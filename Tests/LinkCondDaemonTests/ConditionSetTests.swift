@@ -241,6 +241,9 @@ struct ConditionSetTests {
         (.POST, "/v1/condition/reset", .reset(nil, force: false)),
         (.POST, "/v1/conditions/eth1/reset?force=1", .reset(ConditionID(interface: "eth1"), force: true)),
         (.POST, "/v1/conditions/pid%2F4242%2F/reset", .reset(ConditionID(interface: "", namespace: .process(4242)), force: false)),
+        (.GET, "/v1/condition/capture", .capture(nil, CaptureOptions())),
+        (.GET, "/v1/conditions/eth1/capture?for=30s&count=10&snaplen=128",
+         .capture(ConditionID(interface: "eth1"), CaptureOptions(duration: LeaseDuration(milliseconds: 30_000), count: 10, snapLength: 128))),
     ])
     func routes(method: HTTPMethod, uri: String, call: APICall) throws {
         let request = ControlRequest(method: method, uri: uri, body: [], requester: TestDaemon.root)

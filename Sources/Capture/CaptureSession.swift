@@ -1,0 +1,219 @@
+import Glibc
+import Netlink
+import Pcapng
+import Synchronization
+
+/// A condition's packets as a pcapng stream: both directions after the condition (what leaves
+/// the interface after its uplink tree; what leaves the IFB after its downlink tree, or what
+/// arrives when the condition has no tree), each packet flagged inbound or outbound as the app
+/// sees it, and the condition's changes as notes at their time on an interface of their own.
+///
+/// Nothing runs between polls: the owner polls as often as it wants the stream to move, and a
+/// poll returns at most `pollBytes` of blocks. While nobody polls, the kernel's rings fill and
+/// then drop, counted; the daemon holds no more than one poll's blocks.
+public final class CaptureSession {
+    public struct Scope: Sendable {
+        /// The condition's interface, in `namespacePath`'s namespace (the daemon's when `nil`).
+        public var interface: String
+        /// The IFB that carries the interface's downlink tree, when the condition has one.
+        public var ifb: String?
+        public var namespacePath: String?
+        public var filter: CaptureFilter
+        /// True when the interface faces the app from the far side (a device behind a
+        /// gateway): what leaves the interface arrives at the app.
+        public var facesTheApp: Bool
+        /// Names the target in the trace's interface block, e.g. `veth-c1` or `device 10.9.0.2 on lan0`.
+        public var targetName: String
+
+        public init(interface: String, ifb: String?, namespacePath: String?, filter: CaptureFilter, facesTheApp: Bool, targetName: String) {
+            self.interface = interface
+            self.ifb = ifb
+            self.namespacePath = namespacePath
+            self.filter = filter
+            self.facesTheApp = facesTheApp
+            self.targetName = targetName
+        }
+    }
+
+    public struct Limits: Sendable {
+        public static let largestSnapLength: Int32 = 262_144
+        public static let smallestSnapLength: Int32 = 64
+        public var snapLength: Int32 = largestSnapLength
+        /// The kernel's ring for each direction.
+        public var bufferBytes: Int32 = 4 << 20
+        /// What one poll returns at most.
+        public var pollBytes = 1 << 20
+
+        public init(snapLength: Int32 = largestSnapLength) {
+            self.snapLength = snapLength
+        }
+    }
+
+    private struct Tap {
+        var tap: PacketTap
+        var direction: PacketDirection
+        /// Which device and side it reads: the interface's outgoing, the IFB's outgoing, or the
+        /// interface's incoming.
+        var device: String
+        var outgoing: Bool
+    }
+
+    private let scope: Scope
+    private let limits: Limits
+    private let writer = PcapngWriter()
+    private var taps: [Tap] = []
+    private let notes = Mutex<[(UInt64, String)]>([])
+    private let startNanoseconds: UInt64
+    private let namespace: NetworkNamespaceFile?
+    /// What taps counted before they were closed (the downlink moved to or from an IFB).
+    private var closedCounts: (received: UInt64, dropped: UInt64) = (0, 0)
+    /// Packets a closed tap still held, written by the next poll.
+    private var leftOver: [(PacketTap.Packet, PacketDirection)] = []
+    /// `taps`' order: the uplink's, then the downlink's.
+    private static let downlink = 1
+    public private(set) var packetsWritten: UInt64 = 0
+    private static let packetInterface: UInt32 = 0
+    private static let notesInterface: UInt32 = 1
+
+    public init(_ scope: Scope, limits: Limits = Limits()) throws(CaptureError) {
+        self.scope = scope
+        self.limits = limits
+        self.startNanoseconds = Self.now()
+        do {
+            namespace = try scope.namespacePath.map { path throws(NetlinkError) in try NetworkNamespaceFile(path: path) }
+        } catch {
+            throw CaptureError(.namespaceGone, "cannot capture in \(scope.namespacePath ?? "its namespace"): \(error)")
+        }
+        taps.append(try tap(scope.interface, outgoing: true, direction: scope.facesTheApp ? .inbound : .outbound))
+        taps.append(try downlinkTap(through: scope.ifb))
+    }
+
+    private func tap(_ device: String, outgoing: Bool, direction: PacketDirection) throws(CaptureError) -> Tap {
+        let tap = try PacketTap(
+            interface: device, outgoing: outgoing, filter: scope.filter.expression, snapLength: limits.snapLength,
+            bufferBytes: limits.bufferBytes, in: namespace
+        )
+        return Tap(tap: tap, direction: direction, device: device, outgoing: outgoing)
+    }
+
+    /// The downlink after the condition: what leaves the IFB's tree, or what arrives at the
+    /// interface while the condition has no tree.
+    private func downlinkTap(through ifb: String?) throws(CaptureError) -> Tap {
+        let direction: PacketDirection = scope.facesTheApp ? .outbound : .inbound
+        if let ifb {
+            return try tap(ifb, outgoing: true, direction: direction)
+        }
+        return try tap(scope.interface, outgoing: false, direction: direction)
+    }
+
+    /// Reads the downlink where the condition's tree now is: from the IFB once a profile made
+    /// one, from the interface again once it is gone. The packets the old tap still holds are
+    /// read first, so none is lost in the move.
+    /// A downlink that cannot be opened where it went (its namespace ending with the
+    /// condition) leaves the capture reading where it was, until that is gone too.
+    public func follow(ifb: String?) {
+        let current = taps[Self.downlink]
+        guard current.device != ifb ?? scope.interface || current.outgoing != (ifb != nil), !interfaceIsGone,
+              let next = try? downlinkTap(through: ifb)
+        else { return }
+        for packet in (try? current.tap.read(upTo: 4_096)) ?? [] {
+            leftOver.append((packet, current.direction))
+        }
+        let counts = current.tap.counts()
+        closedCounts = (closedCounts.received + counts.received, closedCounts.dropped + counts.dropped)
+        taps[Self.downlink] = next
+    }
+
+    /// The section header and the two interfaces: the trace's first bytes.
+    public func header(application: String, comment: String) -> [UInt8] {
+        var system = utsname()
+        uname(&system)
+        let release = withUnsafeBytes(of: system.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let filter = scope.filter.expression.map { "; filter: \($0)" } ?? ""
+        return writer.sectionHeader(application: application, system: "Linux \(release)", comment: comment)
+            + writer.interface(
+                .ethernet, snapLength: UInt32(limits.snapLength), name: scope.targetName,
+                description: "linkcond condition on \(scope.targetName): both directions after the condition\(filter)"
+            )
+            + writer.interface(.notes, snapLength: 65_535, name: "linkcond", description: "the condition's changes, each a note at its time")
+    }
+
+    /// Notes `text` at `nanoseconds` (CLOCK_REALTIME); written by the next poll. Any thread.
+    public func note(_ text: String, at nanoseconds: UInt64 = CaptureSession.now()) {
+        notes.withLock { $0.append((nanoseconds, text)) }
+    }
+
+    /// The notes and packets waiting, as pcapng blocks in time order, at most `limits.pollBytes`
+    /// of them (or `packetLimit` packets more).
+    public func poll(packetLimit: UInt64 = .max) throws(CaptureError) -> [UInt8] {
+        var entries: [(UInt64, [UInt8])] = notes.withLock { waiting in
+            defer { waiting = [] }
+            return waiting.map { (nanoseconds, text) in
+                let bytes = Array(text.utf8)
+                return (nanoseconds, writer.packet(
+                    interface: Self.notesInterface, nanoseconds: nanoseconds, data: bytes, length: UInt32(bytes.count), comment: text
+                ))
+            }
+        }
+        var bytes = 0
+        var packets: UInt64 = 0
+        let held = leftOver.prefix(Int(min(UInt64(leftOver.count), packetLimit)))
+        for (packet, direction) in held {
+            let block = writer.packet(
+                interface: Self.packetInterface, nanoseconds: packet.nanoseconds, data: packet.data, length: packet.length, direction: direction
+            )
+            bytes += block.count
+            entries.append((packet.nanoseconds, block))
+        }
+        packets += UInt64(held.count)
+        leftOver.removeFirst(held.count)
+        // A batch from each direction in turn, so that a flood one way cannot starve the other.
+        var drained = Set<Int>()
+        while bytes < limits.pollBytes, packets < packetLimit, drained.count < taps.count {
+            for (index, tap) in taps.enumerated() where !drained.contains(index) && packets < packetLimit {
+                let read = try tap.tap.read(upTo: Int(min(64, packetLimit - packets)))
+                if read.count < 64 { drained.insert(index) }
+                for packet in read {
+                    let block = writer.packet(
+                        interface: Self.packetInterface, nanoseconds: packet.nanoseconds, data: packet.data, length: packet.length,
+                        direction: tap.direction
+                    )
+                    bytes += block.count
+                    entries.append((packet.nanoseconds, block))
+                }
+                packets += UInt64(read.count)
+            }
+        }
+        packetsWritten += packets
+        entries.sort { $0.0 < $1.0 }
+        return entries.flatMap(\.1)
+    }
+
+    /// The closing statistics: packets the kernel passed to the capture, those it dropped
+    /// (a ring full), those the condition dropped (`conditionDrops`, when known), those written.
+    public func statistics(conditionDrops: UInt64?, comment: String) -> [UInt8] {
+        let kernel = taps.map { $0.tap.counts() } + [closedCounts]
+        let counts = CaptureCounts(
+            startNanoseconds: startNanoseconds, received: kernel.map(\.received).reduce(0, +),
+            droppedByCondition: conditionDrops ?? 0, droppedByCapture: kernel.map(\.dropped).reduce(0, +), written: packetsWritten
+        )
+        return writer.statistics(interface: Self.packetInterface, at: Self.now(), counts, comment: comment)
+    }
+
+    /// Whether the condition's interface went away (its sandbox or namespace ended): what was
+    /// read before is all there will be.
+    public var interfaceIsGone: Bool {
+        taps.contains { $0.tap.isGone }
+    }
+
+    /// Descriptors that become readable when packets wait.
+    public var descriptors: [Int32] {
+        taps.map(\.tap.descriptor)
+    }
+
+    public static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+}

@@ -1,0 +1,243 @@
+"""Packet traces of a condition (`linkcond capture`, `GET /v1/conditions/{id}/capture`): the
+condition's packets, both directions after the condition, flagged as the app sees them, with
+the condition's changes as notes at their time; read by tshark and capinfos (Wireshark's own
+readers, nobody here wrote them), which must read every trace without a word on stderr. Real
+pings through a real netem in User-mode Linux: a request is captured as it leaves the uplink's
+tree, its reply as it leaves the downlink's, so the gap between them in the trace is the
+downlink's delay.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.packet_traces import capinfos, gaps_ms, read_trace, statistics
+from harness.system import spawn, stop, wait_until
+
+CHECKS = 14 + 3 + 5 + 5 + 8 + 3 + 4 + 2
+
+DOWN_BEFORE, DOWN_AFTER, UP = 40, 80, 10
+PROFILES = {
+    "lc-trace-before.yaml": f"name: LC Capture Before\ndownlink: {{ delay: {DOWN_BEFORE}ms }}\nuplink: {{ delay: {UP}ms }}\n",
+    "lc-trace-after.yaml": f"name: LC Capture After\ndownlink: {{ delay: {DOWN_AFTER}ms }}\nuplink: {{ delay: {UP}ms }}\n",
+    "lc-trace-loss.yaml": "name: LC Capture Loss\ndownlink: { loss: 50% }\n",
+}
+#: A reply is captured this long after its request at most beyond the downlink's delay: netem
+#: fires within 0.1 ms under User-mode Linux; the rest is the server's answer and the machine.
+GAP_TOLERANCE_MS = 3
+PINGS = 10
+
+
+def begin_capture(daemon, path: Path, *args: str) -> subprocess.Popen:
+    """`linkcond capture -w PATH ARGS` in the background, once its trace has begun."""
+    path.unlink(missing_ok=True)
+    process = spawn(daemon.client_argv("capture", "-w", str(path), *args), stderr=subprocess.PIPE)
+    if not wait_until(lambda: path.exists() and path.stat().st_size > 0 or process.poll() is not None, 20):
+        stop(process)
+        raise AssertionError("the capture did not begin within 20 s")
+    return process
+
+
+def capture_while(daemon, path: Path, args: tuple[str, ...], during) -> int:
+    """`linkcond capture -w PATH ARGS` (ARGS with a limit) while DURING() runs; its exit status."""
+    capture = begin_capture(daemon, path, *args)
+    try:
+        during()
+        capture.communicate(timeout=30)
+    finally:
+        stop(capture)
+    return capture.returncode
+
+
+def ping(topo, family: str, count: int = PINGS) -> None:
+    host = topo.s4 if family == "IPv4" else topo.s6
+    topo.client.run("ping", "-4" if family == "IPv4" else "-6", "-c", str(count), "-i", "0.05", "-W", "2", host, timeout=60)
+
+
+@pytest.mark.timed
+@pytest.mark.checks(14)
+def test_a_trace_holds_both_ways_and_the_switch(check, daemon, topo, work):
+    """A capture of the interface's condition while pings cross it, IPv4 and IPv6, and the
+    profile is switched halfway: capinfos and tshark read it without a word; each request is
+    outbound and each reply inbound, all of them there; the gap between request and reply is
+    the downlink's delay, before and after the switch; the notes name the profile in force as
+    the capture began and the switch, at its time between the two kinds of gaps."""
+    trace_file = work / "both-ways.pcapng"
+    daemon.cli("activate", "LC Capture Before").ok()
+
+    def traffic():
+        ping(topo, "IPv4")
+        ping(topo, "IPv6")
+        daemon.cli("activate", "LC Capture After").ok()
+        ping(topo, "IPv4")
+
+    check.equal("capture: exit status", 0, capture_while(daemon, trace_file, ("--for", "8s"), traffic))
+    info = capinfos(trace_file)
+    check.equal("capinfos: reads it without a word on stderr", (0, ""), (info.returncode, info.stderr.strip()))
+    trace = read_trace(trace_file)
+    check.equal("tshark: reads it without a word on stderr", (0, ""), (trace.rc, trace.stderr.strip()))
+    check.equal("the packets' interface is the condition's target", [topo.interface],
+                sorted({p.interface for p in trace.packets if p.interface != "linkcond"}))
+    check.equal("IPv4: every request, outbound", PINGS * 2, len(trace.echoes("IPv4", "request", "out")))
+    check.equal("IPv4: every reply, inbound", PINGS * 2, len(trace.echoes("IPv4", "reply", "in")))
+    check.equal("IPv6: every request, outbound", PINGS, len(trace.echoes("IPv6", "request", "out")))
+    check.equal("IPv6: every reply, inbound", PINGS, len(trace.echoes("IPv6", "reply", "in")))
+    check.equal("no echo without its direction", [], [p.number for p in trace.packets if p.kind and not p.direction])
+    notes = trace.notes
+    check.contains("the first note: the profile in force as the capture began", notes[0].comment if notes else "",
+                   "LC Capture Before (in force as the capture began)")
+    switch = next((n for n in notes if "LC Capture After (activate)" in n.comment), None)
+    check.true("a note for the switch", switch is not None, [n.comment for n in notes], "LC Capture After (activate)")
+    at = switch.seconds if switch else 0
+    before = gaps_ms(trace, "IPv4", before=at) + gaps_ms(trace, "IPv6", before=at)
+    after = gaps_ms(trace, "IPv4", after=at)
+    check.equal("the requests before and after the note", (PINGS * 2, PINGS), (len(before), len(after)))
+    check.true(f"before the switch: every reply {DOWN_BEFORE} ms after its request, the downlink's delay (to +{GAP_TOLERANCE_MS} ms)",
+               bool(before) and all(DOWN_BEFORE <= gap <= DOWN_BEFORE + GAP_TOLERANCE_MS for gap in before), sorted(before),
+               f"{DOWN_BEFORE}..{DOWN_BEFORE + GAP_TOLERANCE_MS} ms")
+    check.true(f"after the switch: every reply {DOWN_AFTER} ms after its request (to +{GAP_TOLERANCE_MS} ms)",
+               bool(after) and all(DOWN_AFTER <= gap <= DOWN_AFTER + GAP_TOLERANCE_MS for gap in after), sorted(after),
+               f"{DOWN_AFTER}..{DOWN_AFTER + GAP_TOLERANCE_MS} ms")
+
+
+@pytest.mark.checks(3)
+def test_a_capture_begun_while_off_follows_the_tree(check, daemon, topo, work):
+    """A capture begun with the condition off reads what arrives at the interface; once a
+    profile makes the downlink's tree, it reads what leaves the IFB, so the replies after the
+    switch are the delay behind their requests (captured before the tree, they would not be)."""
+    trace_file = work / "follows.pcapng"
+
+    def traffic():
+        ping(topo, "IPv4", 3)
+        daemon.cli("activate", "LC Capture Before").ok()
+        ping(topo, "IPv4", 5)
+
+    capture_while(daemon, trace_file, ("--for", "5s"), traffic)
+    trace = read_trace(trace_file)
+    switch = next((n.seconds for n in trace.notes if "LC Capture Before (activate)" in n.comment), None)
+    check.true("a note for the switch", switch is not None, [n.comment for n in trace.notes], "LC Capture Before (activate)")
+    before, after = gaps_ms(trace, "IPv4", before=switch or 0), gaps_ms(trace, "IPv4", after=switch or 0)
+    check.true("before: the replies as they arrived (no delay)", len(before) == 3 and max(before) < DOWN_BEFORE, sorted(before),
+               f"3, each under {DOWN_BEFORE} ms")
+    check.true(f"after: the replies as they left the IFB's tree, at least {DOWN_BEFORE} ms on",
+               len(after) == 5 and min(after) >= DOWN_BEFORE, sorted(after), f"5, each at least {DOWN_BEFORE} ms")
+
+
+@pytest.mark.checks(5)
+def test_a_peer_s_trace_holds_its_packets_alone(check, daemon, topo, work):
+    """`capture --to` the server's IPv4 address while pings go to both of its addresses: the
+    trace has the IPv4 echoes and no IPv6 packet at all (the filter runs in the kernel)."""
+    trace_file = work / "peer.pcapng"
+
+    def traffic():
+        ping(topo, "IPv6", 5)
+        ping(topo, "IPv4", 5)
+
+    check.equal("capture: exit status", 0, capture_while(daemon, trace_file, ("--to", topo.s4, "--for", "5s"), traffic))
+    trace = read_trace(trace_file)
+    check.equal("tshark: reads it without a word", (0, ""), (trace.rc, trace.stderr.strip()))
+    check.equal("its IPv4 echoes each way", (5, 5), (len(trace.echoes("IPv4", "request", "out")), len(trace.echoes("IPv4", "reply", "in"))))
+    check.equal("no IPv6 packet", 0, len([p for p in trace.packets if p.family == "IPv6"]))
+    check.equal("only packets of the peer and notes", [],
+                [p.number for p in trace.packets if p.interface != "linkcond" and p.family != "IPv4"])
+
+
+@pytest.mark.checks(5)
+def test_a_stream_to_a_reader_and_a_reader_that_goes(check, daemon, topo, work):
+    """`capture -w - --count 6 | tshark -r -` reads the stream as it comes; a reader that stops
+    (`| head -c 100`) ends the capture, the daemon answers on, and the history has its end."""
+    pinging = spawn(topo.client.argv("ping", "-c", "40", "-i", "0.05", topo.s4))
+    try:
+        streamed = subprocess.run(daemon.client_argv("capture", "-w", "-", "--count", "6"), capture_output=True, timeout=60)
+        check.equal("capture -w -: exit status", 0, streamed.returncode)
+        trace = read_trace("-", stdin=streamed.stdout)
+        check.equal("tshark -r -: reads the stream without a word, 6 packets and the first note", (0, "", 7),
+                    (trace.rc, trace.stderr.strip(), len(trace.packets)))
+        cut = subprocess.run(["sh", "-c", " ".join(daemon.client_argv("capture", "-w", "-")) + " | head -c 100 > /dev/null"],
+                             capture_output=True, timeout=60)
+        check.equal("a reader that goes: the capture ends with it", 0, cut.returncode)
+    finally:
+        stop(pinging)
+    check.equal("the daemon answers on", 0, daemon.cli("status").rc)
+    ended = [e for e in daemon.api.history(20) if e.get("reason") == "capture" and "ended" in (e.get("detail") or "")]
+    check.true("the history has both captures' ends", len(ended) >= 2, [e.get("detail") for e in ended], ">= 2 ended")
+
+
+@pytest.mark.checks(8)
+def test_who_may_capture_and_absurd_limits(check, daemon, topo, work):
+    """A user outside the group is refused (the trace holds other people's packets), and no
+    file is left; a member may capture; limits out of range are refused by the client and by
+    the API (400, bad-request), and none of it reaches the history."""
+    shared = work / "shared"
+    shared.mkdir(exist_ok=True)
+    shared.chmod(0o777)
+    before = len(daemon.api.history(200))
+    refused = daemon.cli("capture", "-w", str(shared / "stranger.pcapng"), "--for", "1s", user="stranger")
+    check.equal("a stranger: refused", 1, refused.rc)
+    check.contains("a stranger: told why", refused.err, "other people's packets")
+    check.true("a stranger: no file left", not (shared / "stranger.pcapng").exists(), (shared / "stranger.pcapng").exists(), False)
+    allowed = daemon.cli("capture", "-w", str(shared / "member.pcapng"), "--for", "1s", user="member")
+    check.equal("a member: captures", (0, True), (allowed.rc, (shared / "member.pcapng").exists()))
+    check.equal("--snaplen 9: refused by the client", 64, daemon.cli("capture", "-w", str(shared / "x"), "--snaplen", "9").rc)
+    streamed = daemon.api.request("GET", "/v1/condition/capture?for=1s")
+    check.equal("the API: a capture is a 200 pcapng stream", (200, "application/x-pcapng", b"\x0a\x0d\x0d\x0a"),
+                (streamed.status, streamed.headers.get("content-type", streamed.headers.get("Content-Type")), streamed.body[:4]))
+    answer = daemon.api.request("GET", "/v1/condition/capture?count=0")
+    check.equal("the API: count=0 is a 400 bad-request", (400, "bad-request"), (answer.status, (answer.json or {}).get("error", {}).get("code")))
+    captures = [e for e in daemon.api.history(200)[before:] if e.get("reason") == "capture"]
+    check.equal("the history: the member's and the API's captures alone, each begun and ended", 4, len(captures))
+
+
+@pytest.mark.checks(3)
+def test_the_condition_s_drops_are_counted(check, daemon, topo, work):
+    """Under 50% loss on the downlink, the replies netem dropped never reach the trace, and its
+    statistics block counts them: the condition's drops while it ran, as the kernel counted them."""
+    trace_file = work / "loss.pcapng"
+    daemon.cli("activate", "LC Capture Loss").ok()
+    capture_while(daemon, trace_file, ("--for", "5s"), lambda: ping(topo, "IPv4", 40))
+    trace = read_trace(trace_file)
+    requests, replies = len(trace.echoes("IPv4", "request", "out")), len(trace.echoes("IPv4", "reply", "in"))
+    check.equal("every request captured; some replies lost", (40, True), (requests, 0 < replies < 40))
+    counts = statistics(trace_file)
+    check.equal("the statistics: the condition's drops are the replies lost", 40 - replies, counts.get("condition_drops"))
+    check.contains("the statistics' comment says so", counts.get("comment", ""), "dropped by the condition")
+
+
+@pytest.mark.checks(4)
+def test_run_captures_its_command(check, daemon, topo, work):
+    """`linkcond run --profile P --capture FILE -- ping …`: the trace holds the command's
+    echoes each way, begins with P marked as in force, and the replies are P's downlink delay
+    behind their requests."""
+    trace_file = work / "run.pcapng"
+    trace_file.unlink(missing_ok=True)
+    ran = topo.client.run(*daemon.client_argv("run", "--profile", "LC Capture Before", "--capture", str(trace_file), "--",
+                                              "ping", "-4", "-c", "5", "-i", "0.05", topo.s4), timeout=60)
+    check.equal("run: the command's exit status", 0, ran.rc)
+    trace = read_trace(trace_file)
+    check.equal("its echoes each way, read without a word", (5, 5, ""),
+                (len(trace.echoes("IPv4", "request", "out")), len(trace.echoes("IPv4", "reply", "in")), trace.stderr.strip()))
+    check.contains("the profile marked where the capture began", trace.notes[0].comment if trace.notes else "",
+                   "LC Capture Before (in force as the capture began)")
+    gaps = gaps_ms(trace, "IPv4")
+    check.true(f"each reply at least the downlink's {DOWN_BEFORE} ms behind its request", len(gaps) == 5 and min(gaps) >= DOWN_BEFORE,
+               sorted(gaps), f"5, each >= {DOWN_BEFORE} ms")
+
+
+@pytest.mark.checks(2)
+def test_ctrl_c_closes_the_trace_with_its_statistics(check, daemon, topo, work):
+    """`linkcond capture` without a limit, interrupted (SIGINT): it exits 0 and the trace ends
+    with its statistics, which say the client ended it."""
+    trace_file = work / "interrupted.pcapng"
+    capture = begin_capture(daemon, trace_file)
+    ping(topo, "IPv4", 3)
+    capture.send_signal(signal.SIGINT)
+    try:
+        capture.communicate(timeout=30)
+    finally:
+        stop(capture)
+    check.equal("capture: exit status after SIGINT", 0, capture.returncode)
+    check.contains("its statistics say why it ended", statistics(trace_file).get("comment", ""), "ended: the client ended it")
