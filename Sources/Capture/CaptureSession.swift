@@ -1,7 +1,6 @@
 import Glibc
 import Netlink
 import Pcapng
-import Synchronization
 
 /// A condition's packets as a pcapng stream: both directions after the condition (what leaves
 /// the interface after its uplink tree; what leaves the IFB after its downlink tree, or what
@@ -52,17 +51,15 @@ public final class CaptureSession {
     private struct Tap {
         var tap: PacketTap
         var direction: PacketDirection
-        /// Which device and side it reads: the interface's outgoing, the IFB's outgoing, or the
-        /// interface's incoming.
+        /// The device it reads: the interface (its outgoing for the uplink, its incoming for a
+        /// downlink without a tree) or the IFB (its outgoing).
         var device: String
-        var outgoing: Bool
     }
 
     private let scope: Scope
     private let limits: Limits
     private let writer = PcapngWriter()
     private var taps: [Tap] = []
-    private let notes = Mutex<[(UInt64, String)]>([])
     private let startNanoseconds: UInt64
     private let namespace: NetworkNamespaceFile?
     /// What taps counted before they were closed (the downlink moved to or from an IFB).
@@ -93,7 +90,7 @@ public final class CaptureSession {
             interface: device, outgoing: outgoing, filter: scope.filter.expression, snapLength: limits.snapLength,
             bufferBytes: limits.bufferBytes, in: namespace
         )
-        return Tap(tap: tap, direction: direction, device: device, outgoing: outgoing)
+        return Tap(tap: tap, direction: direction, device: device)
     }
 
     /// The downlink after the condition: what leaves the IFB's tree, or what arrives at the
@@ -108,14 +105,11 @@ public final class CaptureSession {
 
     /// Reads the downlink where the condition's tree now is: from the IFB once a profile made
     /// one, from the interface again once it is gone. The packets the old tap still holds are
-    /// read first, so none is lost in the move.
-    /// A downlink that cannot be opened where it went (its namespace ending with the
-    /// condition) leaves the capture reading where it was, until that is gone too.
+    /// read first, so none is lost in the move. A downlink that cannot be opened where it went
+    /// (its namespace ending with the condition) is read where it was, until that is gone too.
     public func follow(ifb: String?) {
         let current = taps[Self.downlink]
-        guard current.device != ifb ?? scope.interface || current.outgoing != (ifb != nil), !interfaceIsGone,
-              let next = try? downlinkTap(through: ifb)
-        else { return }
+        guard current.device != ifb ?? scope.interface, !interfaceIsGone, let next = try? downlinkTap(through: ifb) else { return }
         for packet in (try? current.tap.read(upTo: 4_096)) ?? [] {
             leftOver.append((packet, current.direction))
         }
@@ -138,34 +132,27 @@ public final class CaptureSession {
             + writer.interface(.notes, snapLength: 65_535, name: "linkcond", description: "the condition's changes, each a note at its time")
     }
 
-    /// Notes `text` at `nanoseconds` (CLOCK_REALTIME); written by the next poll. Any thread.
-    public func note(_ text: String, at nanoseconds: UInt64 = CaptureSession.now()) {
-        notes.withLock { $0.append((nanoseconds, text)) }
-    }
-
-    /// The notes and packets waiting, as pcapng blocks in time order, at most `limits.pollBytes`
-    /// of them (or `packetLimit` packets more).
-    public func poll(packetLimit: UInt64 = .max) throws(CaptureError) -> [UInt8] {
-        var entries: [(UInt64, [UInt8])] = notes.withLock { waiting in
-            defer { waiting = [] }
-            return waiting.map { (nanoseconds, text) in
-                let bytes = Array(text.utf8)
-                return (nanoseconds, writer.packet(
-                    interface: Self.notesInterface, nanoseconds: nanoseconds, data: bytes, length: UInt32(bytes.count), comment: text
-                ))
-            }
+    /// `notes` (each at its CLOCK_REALTIME time) and the packets waiting, as pcapng blocks in
+    /// time order, at most `limits.pollBytes` of them (or `packetLimit` packets more).
+    public func poll(notes: [(nanoseconds: UInt64, text: String)] = [], packetLimit: UInt64 = .max) throws(CaptureError) -> [UInt8] {
+        var entries: [(UInt64, [UInt8])] = notes.map { note in
+            let bytes = Array(note.text.utf8)
+            return (note.nanoseconds, writer.packet(
+                interface: Self.notesInterface, nanoseconds: note.nanoseconds, data: bytes, length: UInt32(bytes.count), comment: note.text
+            ))
         }
         var bytes = 0
         var packets: UInt64 = 0
-        let held = leftOver.prefix(Int(min(UInt64(leftOver.count), packetLimit)))
-        for (packet, direction) in held {
+        func add(_ packet: PacketTap.Packet, _ direction: PacketDirection) {
             let block = writer.packet(
                 interface: Self.packetInterface, nanoseconds: packet.nanoseconds, data: packet.data, length: packet.length, direction: direction
             )
             bytes += block.count
+            packets += 1
             entries.append((packet.nanoseconds, block))
         }
-        packets += UInt64(held.count)
+        let held = leftOver.prefix(Int(min(UInt64(leftOver.count), packetLimit)))
+        for (packet, direction) in held { add(packet, direction) }
         leftOver.removeFirst(held.count)
         // A batch from each direction in turn, so that a flood one way cannot starve the other.
         var drained = Set<Int>()
@@ -173,15 +160,7 @@ public final class CaptureSession {
             for (index, tap) in taps.enumerated() where !drained.contains(index) && packets < packetLimit {
                 let read = try tap.tap.read(upTo: Int(min(64, packetLimit - packets)))
                 if read.count < 64 { drained.insert(index) }
-                for packet in read {
-                    let block = writer.packet(
-                        interface: Self.packetInterface, nanoseconds: packet.nanoseconds, data: packet.data, length: packet.length,
-                        direction: tap.direction
-                    )
-                    bytes += block.count
-                    entries.append((packet.nanoseconds, block))
-                }
-                packets += UInt64(read.count)
+                for packet in read { add(packet, tap.direction) }
             }
         }
         packetsWritten += packets
@@ -204,11 +183,6 @@ public final class CaptureSession {
     /// read before is all there will be.
     public var interfaceIsGone: Bool {
         taps.contains { $0.tap.isGone }
-    }
-
-    /// Descriptors that become readable when packets wait.
-    public var descriptors: [Int32] {
-        taps.map(\.tap.descriptor)
     }
 
     public static func now() -> UInt64 {

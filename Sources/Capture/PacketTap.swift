@@ -64,16 +64,6 @@ final class PacketTap {
         pcap_close(handle)
     }
 
-    /// A descriptor that is readable when packets wait.
-    var descriptor: Int32 {
-        pcap_get_selectable_fd(handle)
-    }
-
-    /// The link type of the packets' first header (1: Ethernet).
-    var linkType: Int32 {
-        pcap_datalink(handle)
-    }
-
     /// Whether the interface went away while it was read (its namespace or the device ended):
     /// nothing more will come, which ends a capture, not fails it.
     private(set) var isGone = false

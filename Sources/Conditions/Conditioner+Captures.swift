@@ -83,14 +83,8 @@ extension Conditioner {
     /// The capture `grant` let begin has ended; `detail` says what it wrote.
     public func endCapture(_ grant: CaptureGrant, by requester: Requester, detail: String) {
         guard captures.removeValue(forKey: grant.serial) != nil else { return }
-        let condition = registry[grant.condition]
-        let profile = condition?.policy.effective?.profile.name ?? "off"
-        let entry = HistoryRecord(
-            grant.condition, from: profile, to: profile, reason: "capture", requester: requester,
-            detail: "capture \(grant.serial) ended: \(detail)", at: now
-        )
-        logger.notice("\(entry.logLine(by: requester))")
-        history.record(entry)
+        let profile = registry[grant.condition]?.policy.effective?.profile.name ?? "off"
+        record(grant.condition, from: profile, to: profile, reason: "capture", requester: requester, detail: "capture \(grant.serial) ended: \(detail)")
     }
 
     /// Tells the captures of `condition` of a change just recorded.

@@ -76,10 +76,15 @@ extension Conditioner {
     }
 
     package func record(_ condition: Condition, from: String?, to: String, reason: String, requester: Requester?, detail: String?) {
-        let change = HistoryRecord(condition.id, from: from, to: to, reason: reason, requester: requester, detail: detail, at: now)
+        record(condition.id, from: from, to: to, reason: reason, requester: requester, detail: detail)
+        tellCaptures(of: condition, reason: reason, detail: detail)
+    }
+
+    /// Logs and keeps a history entry of the condition `id`, without the condition at hand.
+    func record(_ id: ConditionID, from: String?, to: String, reason: String, requester: Requester?, detail: String?) {
+        let change = HistoryRecord(id, from: from, to: to, reason: reason, requester: requester, detail: detail, at: now)
         logger.notice("\(change.logLine(by: requester))")
         history.record(change)
-        tellCaptures(of: condition, reason: reason, detail: detail)
     }
 }
 

@@ -46,7 +46,7 @@ package struct CaptureStream: Sendable {
         let notes = PendingNotes()
         let grant: CaptureGrant
         do throws(ConditionsRefusal) {
-            grant = try await conditioner.beginCapture(on: id, by: requester, notes: { notes.add($0, ifb: $1) })
+            grant = try await conditioner.beginCapture(on: id, by: requester, notes: { notes.add($0, downlink: PendingNotes.Downlink(name: $1)) })
         } catch {
             return .refused(ControlError(error).reply)
         }
@@ -57,7 +57,7 @@ package struct CaptureStream: Sendable {
         )
         do {
             let session = try CaptureSession(scope, limits: CaptureSession.Limits(snapLength: options.snapLength))
-            session.note(grant.firstNote)
+            notes.add(grant.firstNote)
             return .running(Running(session: session, grant: grant, notes: notes, dropsAtStart: await drops(of: grant.condition)))
         } catch {
             logger.error("capture of \(grant.condition): \(error)")
@@ -90,10 +90,9 @@ package struct CaptureStream: Sendable {
         do {
             while true {
                 let (told, ifb) = running.notes.take()
-                for (nanoseconds, note) in told { running.session.note(note, at: nanoseconds) }
                 if let ifb { running.session.follow(ifb: ifb.name) }
                 let left = options.count.map { $0 - written } ?? .max
-                let blocks = try running.session.poll(packetLimit: left)
+                let blocks = try running.session.poll(notes: told, packetLimit: left)
                 written = running.session.packetsWritten
                 if !blocks.isEmpty { try await write(ByteBuffer(bytes: blocks)) }
                 if let count = options.count, written >= count {
@@ -153,7 +152,7 @@ package final class PendingNotes: Sendable {
     }
 
     private struct Waiting {
-        var notes: [(UInt64, String)] = []
+        var notes: [(nanoseconds: UInt64, text: String)] = []
         var downlink: Downlink?
     }
 
@@ -161,17 +160,18 @@ package final class PendingNotes: Sendable {
     /// More than this waiting (nobody writing them): the oldest go.
     static let most = 1_000
 
-    func add(_ note: String, ifb: String?) {
+    /// A note, and where the change it tells of left the downlink (`nil`: no change told it).
+    func add(_ note: String, downlink: Downlink? = nil) {
         let now = CaptureSession.now()
         waiting.withLock { waiting in
             waiting.notes.append((now, note))
             if waiting.notes.count > Self.most { waiting.notes.removeFirst(waiting.notes.count - Self.most) }
-            waiting.downlink = Downlink(name: ifb)
+            if let downlink { waiting.downlink = downlink }
         }
     }
 
     /// The notes told since the last call, and the downlink after them when a change told one.
-    func take() -> ([(UInt64, String)], Downlink?) {
+    func take() -> ([(nanoseconds: UInt64, text: String)], Downlink?) {
         waiting.withLock { waiting in
             defer { waiting = Waiting() }
             return (waiting.notes, waiting.downlink)
