@@ -24,7 +24,7 @@ from harness import contract
 from harness.attempts import failure_tables, p99, results, timing, tries
 from harness.gateway import Gateway, build_gateway
 from harness.profiles import scenario_directory
-from harness.sandboxes import wait_no_leftovers
+from harness.sandboxes import command_pid, sandboxes, wait_no_leftovers
 from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
 
 VM = "qemu"
@@ -36,11 +36,13 @@ PORT = 9400
 RESET_COUNT = 3
 
 
+# Each first step waits for `linkcond next`, which the test gives once the command is sampling:
+# how long a sandbox and a Python take to start under emulation varies too much for a timed step.
 FLAP = """name: LC Link Flap
 steps:
   - label: Wi-Fi
     downlink: { delay: 1ms }
-    for: 5s
+    until: next
   - label: Drop-out
     failure: link-down
     for: 2s
@@ -53,7 +55,7 @@ HANDOVER = """name: LC Handover
 steps:
   - label: Wi-Fi
     downlink: { delay: 1ms }
-    for: 5s
+    until: next
   - label: LTE
     downlink: { delay: 20ms }
     handover: true
@@ -129,6 +131,32 @@ def ended(report: Path, count: int, timeout: float = 10) -> list[dict]:
     """The first COUNT events of REPORT, once there are as many (or what there is after TIMEOUT)."""
     wait_until(lambda: len(events(report)) >= count, timeout)
     return events(report)[:count]
+
+
+def watch_through_a_step(daemon, work: Path, scenario: str, watch: list[str]) -> tuple[list[dict], str]:
+    """`run --isolated --scenario SCENARIO -- connections.py WATCH...`: once the watch has sampled
+    for a second, `linkcond next --pid` ends the scenario's first step. The watch's samples (none
+    when it failed) and what went wrong, if anything."""
+    ready = work / f"{scenario.replace(' ', '-')}.ready"
+    ready.unlink(missing_ok=True)
+    out, err = work / f"{ready.stem}.out", work / f"{ready.stem}.err"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        process = daemon.client_process("run", "--isolated", "--scenario", scenario, "--", SYSTEM_PYTHON, CONNECTIONS, *watch,
+                                        "--ready", str(ready), stdout=stdout, stderr=stderr, start_new_session=True)
+    try:
+        if not wait_until(lambda: ready.exists() or process.poll() is not None, 90):
+            return [], "the command did not begin sampling within 90 s"
+        if not ready.exists():
+            return [], f"run ended first ({process.returncode}): {err.read_text()[-600:]}"
+        moved = daemon.cli("next", "--pid", str(command_pid(sandboxes(daemon)[0])))
+        if moved.rc != 0:
+            return [], f"linkcond next: {moved.output}"
+        process.wait(timeout=60)
+    finally:
+        stop(process)
+    if process.returncode != 0:
+        return [], f"run exited {process.returncode}: {err.read_text()[-600:]}"
+    return json.loads(out.read_text()), ""
 
 
 def reset(daemon, *target: str) -> tuple[dict | None, float, float, str]:
@@ -522,18 +550,17 @@ def test_offline_for_a_gateway_device(check, daemon, topo, gateway, work):
 @pytest.mark.debian_kernel
 @pytest.mark.checks(6)
 def test_link_flaps_in_a_sandbox(check, daemon, topo, work):
-    """A scenario's step with `failure: link-down` in a sandbox (`run --isolated --scenario`): the
-    command, connecting every 50 ms, sees its link running and connecting, then not running with
-    every connection failing at once (ENETUNREACH), then both back, in that order; nothing is left
-    of the sandbox after."""
+    """A scenario's step with `failure: link-down` in a sandbox (`run --isolated --scenario`, the
+    step begun by `linkcond next --pid`): the command, connecting every 50 ms, sees its link
+    running and connecting, then not running with every connection failing at once
+    (ENETUNREACH) for the step's 2 s, then both back, in that order; nothing is left of the
+    sandbox after."""
     ends = Ends(work, "flap")
     ends.serve(topo.client, "0.0.0.0", PORT + 80, "app")
     try:
-        result = daemon.cli("run", "--isolated", "--scenario", "LC Link Flap", "--", SYSTEM_PYTHON, CONNECTIONS, "link-watch",
-                            "--host", topo.c4, "--port", str(PORT + 80), "--iface", "eth0", "--seconds", "9",
-                            timeout=120)
-        samples = json.loads(result.out) if result.rc == 0 else []
-        check.true("sandbox: the command ran", len(samples) > 20, result.output if result.rc else len(samples), "> 20 samples", require=True)
+        samples, failed = watch_through_a_step(daemon, work, "LC Link Flap", [
+            "link-watch", "--host", topo.c4, "--port", str(PORT + 80), "--iface", "eth0", "--seconds", "8"])
+        check.true("sandbox: the command ran", len(samples) > 20, failed or len(samples), "> 20 samples", require=True)
         phases = []
         for sample in samples:
             state = (sample["result"], sample["running"])
@@ -548,10 +575,10 @@ def test_link_flaps_in_a_sandbox(check, daemon, topo, work):
         down = [s for s in samples if not s["running"]]
         check.true("sandbox: down for about the step's 2 s", 1.5 <= (down[-1]["at"] - down[0]["at"] if down else 0) <= 2.6,
                    f"{down[-1]['at'] - down[0]['at']:.2f} s" if down else "never", "1.5 to 2.6 s")
-        # The command starts some way into the first step (a sandbox and a Python under qemu take
-        # a second or two): it connects for a while before the drop-out.
-        check.true("sandbox: connected for a while before the drop-out", bool(down) and 0.5 <= down[0]["at"] <= 5.0,
-                   down[0]["at"] if down else "never", "0.5 to 5.0 s")
+        # The step begins once the command has sampled for a second, and `linkcond next` took
+        # its own start under emulation.
+        check.true("sandbox: connected for a while before the drop-out", bool(down) and 1.0 <= down[0]["at"] <= 5.0,
+                   down[0]["at"] if down else "never", "1.0 to 5.0 s")
         check.equal("sandbox: no veth or NAT table of it left", [], wait_no_leftovers(topo.client))
     finally:
         ends.stop()
@@ -560,7 +587,8 @@ def test_link_flaps_in_a_sandbox(check, daemon, topo, work):
 @pytest.mark.debian_kernel
 @pytest.mark.checks(6)
 def test_handover_in_a_sandbox(check, daemon, topo, work):
-    """A scenario's step with `handover: true` in a sandbox: the command's UDP flow goes on, and
+    """A scenario's step with `handover: true` in a sandbox (begun by `linkcond next --pid` once the
+    command is sampling): the command's UDP flow goes on, and
     the server sees it come from a new port from then on (one before, one after, no more); the
     flow misses at most two answers; its TCP connection, which echoed before, breaks with a reset
     (the server knows nothing of its new port); the history records the handover."""
@@ -572,10 +600,9 @@ def test_handover_in_a_sandbox(check, daemon, topo, work):
     try:
         if not wait_until((ends.dir / "app.listening").exists, 20):
             raise AssertionError("no server for the handover")
-        result = daemon.cli("run", "--isolated", "--scenario", "LC Handover", "--", SYSTEM_PYTHON, CONNECTIONS, "handover-watch",
-                            "--host", topo.s4, "--port", str(PORT + 90), "--seconds", "8", timeout=120)
-        samples = json.loads(result.out) if result.rc == 0 else []
-        check.true("handover: the command ran", len(samples) > 20, result.output if result.rc else (len(samples), samples[:4], samples[-3:]),
+        samples, failed = watch_through_a_step(daemon, work, "LC Handover", [
+            "handover-watch", "--host", topo.s4, "--port", str(PORT + 90), "--seconds", "6"])
+        check.true("handover: the command ran", len(samples) > 20, failed or (len(samples), samples[:4], samples[-3:]),
                    "> 20 samples", require=True)
         sources = []
         for sample in samples:

@@ -305,9 +305,9 @@ def test_connection_flood_on_the_metrics_listener(check, daemon, topo, flooding)
     print(f"flood: {result}\nscrapes: {[(s.status, s.seconds) for s in scrapes]}\nroot: {roots}\nfds {fds_before} -> {fds}"
           f"\nrss {rss_before} -> {rss}")
     check.true("the flood was on throughout: still running after the last reading, connections opened and open",
-               still_on and result["connected"] > 4000 and result["open_at_end"] > PER_USER,
+               still_on and result["connected"] > 4000 and result["open_at_end"] >= PER_USER,
                {"running": still_on, **{k: result[k] for k in ("seconds", "attempts", "connected", "open_at_end")}},
-               f"running, > 4000 connected, > {PER_USER} open at the end")
+               f"running, > 4000 connected, >= {PER_USER} open at the end (all a user may hold)")
     check.true("the flood's extra connections refused at once: every answer it got a 503, each closed",
                set(result["by_status"]) == {"503"} and result["answered"] > 1000
                and result["closed_by_server"] + result["reset"] >= result["answered"],

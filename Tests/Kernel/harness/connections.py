@@ -186,6 +186,13 @@ def lookup(args) -> None:
     print(json.dumps([timed(resolve) for _ in range(args.count)]))
 
 
+def mark_ready(args, began: float) -> None:
+    """Creates READY once the watch has sampled for READY_AFTER seconds: what a test waits for
+    before it changes the condition, whatever the command's start took."""
+    if args.ready and time.monotonic() - began >= args.ready_after and not os.path.exists(args.ready):
+        open(args.ready, "w").close()
+
+
 def link_watch(args) -> None:
     """For SECONDS, every 50 ms: a TCP connect to HOST:PORT (its result) and whether the
     interface IFACE is running (has its carrier: IFF_RUNNING, asked of this namespace's kernel)."""
@@ -203,6 +210,7 @@ def link_watch(args) -> None:
         at = time.monotonic() - began
         args.proto, args.recverr = "tcp", False
         samples.append({"at": round(at, 3), "result": attempt(args)["result"], "running": running()})
+        mark_ready(args, began)
         time.sleep(0.05)
     print(json.dumps(samples))
 
@@ -239,6 +247,7 @@ def handover_watch(args) -> None:
             except OSError as error:
                 ended = outcome(error)
         samples.append({"at": at, "udp_source": seen, "tcp": ended or "ok"})
+        mark_ready(args, began)
         time.sleep(0.1)
     print(json.dumps(samples))
 
@@ -280,6 +289,9 @@ def main() -> None:
     v.add_argument("--host", required=True)
     v.add_argument("--port", type=int, required=True)
     v.add_argument("--seconds", type=float, required=True)
+    for watch in (w, v):
+        watch.add_argument("--ready", help="a file to create once the watch has sampled for --ready-after seconds")
+        watch.add_argument("--ready-after", type=float, default=1.0)
     args = parser.parse_args()
     {"serve": serve, "hold": hold, "tries": tries, "lookup": lookup, "link-watch": link_watch, "handover-watch": handover_watch}[args.mode](args)
 

@@ -19,7 +19,10 @@ Two phases, in order:
 A module names its VM with `VM = "uml"` (the default: User-mode Linux), `"qemu"` (Debian's own
 kernel under emulation) or `"systemd"` (User-mode Linux with systemd as init in a container, for
 the units, the package and the examples); a test marked `debian_kernel` runs on qemu whatever its
-module says (under systemd still, in a systemd module).
+module says (under systemd still, in a systemd module). Under emulation a qemu boot takes 45 s
+(100 s with systemd) before the first test: the functional phase boots one qemu VM for every
+module's functional tests on it (`shared.functional.qemu`), and a systemd module's functional
+tests on qemu run in its timed qemu VM, before its timed tests, one at a time as ever.
 
 Inside a VM without a host controller (`scripts/vm-run --uml -- .build/venv/bin/python -m pytest
 Tests/Kernel/...`), pytest runs the tests itself.
@@ -169,8 +172,8 @@ class ReportStream:
 
 @dataclass
 class Group:
-    """The tests one VM runs: one module's, in one phase, on one kernel (`uml` or `qemu`), with
-    or without systemd as init."""
+    """The tests one VM runs: one module's (or, for `shared`, several modules'), in one phase,
+    on one kernel (`uml` or `qemu`), with or without systemd as init."""
 
     module: str
     phase: str
@@ -197,6 +200,14 @@ def _vm_of(item, forced: str | None) -> tuple[str, bool]:
     if item.get_closest_marker("debian_kernel"):
         kernel = "qemu"
     return kernel, kind == "systemd"
+
+
+#: The module name of the one qemu VM that runs every module's functional tests on Debian's kernel.
+SHARED_QEMU_MODULE = "shared"
+
+
+def _module_of(item) -> str:
+    return item.nodeid.split("::")[0]
 
 
 def balanced_order(groups: list[Group], expected, lanes: int) -> list[Group]:
@@ -347,11 +358,26 @@ class Controller:
         reporter.write_line(f"vms: the timed phase starts, the machine to itself (waited {time.monotonic() - began:.0f} s)")
 
     def plan(self, items) -> list[Group]:
+        """The VMs to boot. A qemu boot under emulation costs 45 s (with systemd 100 s) before
+        the first test, so qemu VMs are shared: every module's functional tests on Debian's
+        kernel go to one VM (`shared.functional.qemu`), and a systemd module's go to its timed
+        qemu VM when it has one, run there before the timed tests, one after the other."""
+        forced = self.config.getoption("--vm")
+        placed = [(item, "timed" if item.get_closest_marker("timed") else "functional", *_vm_of(item, forced)) for item in items]
+        timed_qemu_modules = {_module_of(item) for item, phase, kernel, systemd in placed
+                              if phase == "timed" and kernel == "qemu" and systemd}
         groups: dict[tuple, Group] = {}
-        for item in items:
-            phase = "timed" if item.get_closest_marker("timed") else "functional"
-            key = (item.nodeid.split("::")[0], phase, *_vm_of(item, self.config.getoption("--vm")))
-            groups.setdefault(key, Group(*key, host_builds=tuple(getattr(item.module, "HOST_BUILDS", ())))).items.append(item)
+        for item, phase, kernel, systemd in placed:
+            module = _module_of(item)
+            if phase == "functional" and kernel == "qemu":
+                if not systemd:
+                    module = SHARED_QEMU_MODULE
+                elif module in timed_qemu_modules:
+                    phase = "timed"
+            key = (module, phase, kernel, systemd)
+            group = groups.setdefault(key, Group(*key))
+            group.host_builds = tuple(sorted(set(group.host_builds) | set(getattr(item.module, "HOST_BUILDS", ()))))
+            group.items.append(item)
         # Longest first, so that the last VMs to end are short ones.
         return sorted(groups.values(), key=lambda g: -self.expected_seconds(g))
 
