@@ -164,7 +164,7 @@ let package = Package(
         .executableTarget(
             name: "linkcond",
             dependencies: [
-                "LinkCondClient", "ControlAPI", "CChildProcess", "NameMatching", "HostFacts",
+                "LinkCondClient", "ControlAPI", "CChildProcess", "NameMatching", "HostFacts", "Pcapng",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -197,7 +197,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "LinkCondCLITests", dependencies: ["linkcond", "CChildProcess", "ControlAPI", "LinkCondClient"]),
+        .testTarget(name: "LinkCondCLITests", dependencies: ["linkcond", "CChildProcess", "ControlAPI", "LinkCondClient", "Pcapng"]),
         // Fuzzing (scripts/fuzz): every parser of hostile bytes as a function of them, and an
         // executable that hands them to libFuzzer, or replays files in an ordinary build.
         .target(

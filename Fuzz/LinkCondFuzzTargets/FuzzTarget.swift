@@ -72,6 +72,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             let held = trace.packets.reduce(0) { $0 + $1.data.count }
             precondition(held <= bytes.count, "packets holding more bytes than the trace")
             precondition(trace.packets.allSatisfy { $0.interface < trace.interfaces.count }, "a packet of no interface")
+            let summary = TraceSummary(trace)
+            precondition(summary.peers.count <= TraceSummary.mostPeers + 1, "more peers than the summary keeps")
         }
     }
 

@@ -139,11 +139,18 @@ struct Run: AsyncParsableCommand {
             throw ExitCode(Status.linkcondFailed)
         }
         let ran = outcome.0
-        let summary = RunSummary(
+        var summary = RunSummary(
             condition: ran.status.id, profile: ran.status.profile?.name ?? "the condition", seconds: ran.seconds,
             exitStatus: ran.exitStatus, ended: outcome.1, before: ran.before, after: ran.after, scenario: ran.scenario
         )
+        if let capturePath {
+            switch RunSummary.Trace.read(capturePath) {
+            case .success(let trace): summary.trace = trace
+            case .failure(let failure): warn("no summary of the trace \(capturePath): \(failure)")
+            }
+        }
         warn(summary.line)
+        summary.trace?.lines.forEach(warn)
         if let jsonSummary {
             do {
                 try writeJSON(summary, to: jsonSummary)

@@ -30,6 +30,8 @@ struct RunSummary: Codable, Equatable {
     /// `nil` when the counters could not be read at both ends.
     var downlink: Direction?
     var uplink: Direction?
+    /// With `--capture`: what the trace says the command talked to.
+    var trace: Trace?
 
     init(
         condition: String, profile: String, seconds: Double, exitStatus: Int32, ended: LeaseOutcome,

@@ -9,6 +9,8 @@ downlink's delay.
 
 from __future__ import annotations
 
+import json
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -16,9 +18,14 @@ from pathlib import Path
 import pytest
 
 from harness.packet_traces import capinfos, gaps_ms, read_trace, statistics
-from harness.system import spawn, stop, wait_until
+from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
 
-CHECKS = 14 + 3 + 5 + 5 + 8 + 3 + 4 + 2
+CHECKS = 14 + 3 + 5 + 5 + 8 + 3 + 4 + 2 + 6
+
+HARNESS = Path(__file__).resolve().parent / "harness"
+#: What harness/dns_server.py answers for every name under linkcond.test.
+WEB_NAME, WEB_ADDRESS = "web.linkcond.test", "192.0.2.1"
+HTTP_PORT, HTTPS_PORT = 8080, 8443
 
 DOWN_BEFORE, DOWN_AFTER, UP = 40, 80, 10
 PROFILES = {
@@ -225,6 +232,70 @@ def test_run_captures_its_command(check, daemon, topo, work):
     gaps = gaps_ms(trace, "IPv4")
     check.true(f"each reply at least the downlink's {DOWN_BEFORE} ms behind its request", len(gaps) == 5 and min(gaps) >= DOWN_BEFORE,
                sorted(gaps), f"5, each >= {DOWN_BEFORE} ms")
+
+
+@pytest.fixture
+def web_by_name(topo, work):
+    """A web server at web.linkcond.test (192.0.2.1, an address of the server's reached through
+    the link), plain HTTP and HTTPS, and the client's resolver the suite's DNS server on the
+    server, so that the name is looked up over the conditioned link."""
+    topo.server.ip("addr", "add", f"{WEB_ADDRESS}/32", "dev", "lo")
+    topo.client.ip("route", "add", f"{WEB_ADDRESS}/32", "via", topo.s4)
+    netns_etc = Path("/etc/netns") / topo.client.name
+    netns_etc.mkdir(parents=True, exist_ok=True)
+    (netns_etc / "resolv.conf").write_text(f"nameserver {topo.s4}\noptions timeout:2 attempts:2\n")
+    web_dir = work / "web"
+    web_dir.mkdir(exist_ok=True)
+    for old in ("dns-ready", "web-ready"):
+        (web_dir / old).unlink(missing_ok=True)
+    servers = [spawn(topo.server.argv(SYSTEM_PYTHON, HARNESS / "dns_server.py", "--address", topo.s4,
+                                      "--log", web_dir / "dns-log", "--ready", web_dir / "dns-ready")),
+               spawn(topo.server.argv(SYSTEM_PYTHON, HARNESS / "web.py", "serve", "--http", HTTP_PORT, "--https", HTTPS_PORT,
+                                      "--dir", web_dir, "--ready", web_dir / "web-ready"))]
+    try:
+        if not wait_until(lambda: (web_dir / "dns-ready").exists() and (web_dir / "web-ready").exists(), 30):
+            raise AssertionError("no DNS or web server on the server")
+        yield
+    finally:
+        for server in servers:
+            stop(server)
+        shutil.rmtree(netns_etc, ignore_errors=True)
+        topo.client.ip("route", "del", f"{WEB_ADDRESS}/32")
+        topo.server.ip("addr", "del", f"{WEB_ADDRESS}/32", "dev", "lo")
+
+
+@pytest.mark.checks(6)
+def test_run_summary_names_what_the_command_talked_to(check, daemon, topo, work, web_by_name):
+    """`run --capture FILE --json-summary J` of a command that fetches http:// and https:// URLs
+    of a name: the summary names the web server by its address with the name DNS gave it, its
+    two ports, bytes and packets each way, and the resolver; it warns of the plaintext request
+    alone (its host and path), not of the one over TLS, on stderr and in the JSON."""
+    trace_file, summary_file = work / "summary.pcapng", work / "summary.json"
+    for old in (trace_file, summary_file):
+        old.unlink(missing_ok=True)
+    plain, secure = f"http://{WEB_NAME}:{HTTP_PORT}/secret?user=a", f"https://{WEB_NAME}:{HTTPS_PORT}/over-tls"
+    ran = topo.client.run(*daemon.client_argv("run", "--profile", "LC Capture Before", "--capture", trace_file,
+                                              "--json-summary", summary_file, "--",
+                                              SYSTEM_PYTHON, HARNESS / "web.py", "fetch", plain, secure), timeout=90)
+    print(ran.err)
+    check.equal("run: both fetches answered", [[plain, 200], [secure, 200]],
+                json.loads(ran.out) if ran.rc == 0 and ran.out.strip() else ran.output, require=True)
+    trace = (json.loads(summary_file.read_text()) if summary_file.exists() else {}).get("trace") or {}
+    peers = {peer["address"]: peer for peer in trace.get("peers", [])}
+    web = peers.get(WEB_ADDRESS, {})
+    check.equal("summary: the web server, with the name DNS gave it, and both its ports",
+                ([WEB_NAME], ["tcp/8080", "tcp/8443"]), (web.get("names"), sorted(web.get("services", []))))
+    check.true("summary: bytes and packets each way, no retransmission or reset on a clean link",
+               all(web.get(k, 0) > 0 for k in ("bytesOut", "bytesIn", "packetsOut", "packetsIn"))
+               and web.get("retransmissions") == 0,
+               {k: web.get(k) for k in ("bytesOut", "bytesIn", "packetsOut", "packetsIn", "retransmissions", "resets")},
+               "each > 0, no retransmission")
+    check.equal("summary: the resolver, by DNS", ["udp/53"], peers.get(topo.s4, {}).get("services"))
+    check.equal("summary: the plaintext request alone, with its host and path (not the one over TLS)",
+                [{"method": "GET", "host": f"{WEB_NAME}:{HTTP_PORT}", "path": "/secret?user=a", "peer": WEB_ADDRESS}],
+                trace.get("plaintextHTTP"))
+    check.contains("stderr: the warning, naming the URL", ran.err,
+                   f"warning: plaintext HTTP: GET http://{WEB_NAME}:{HTTP_PORT}/secret?user=a (to {WEB_ADDRESS})")
 
 
 @pytest.mark.checks(2)

@@ -1,6 +1,8 @@
 import ControlAPI
+import Foundation
 import LinkCondClient
 @testable import linkcond
+import Pcapng
 import Testing
 
 @Suite("run: the summary when the command ends")
@@ -67,5 +69,33 @@ struct RunSummaryTests {
         #expect(summary.scenario == "Slow Net, then Black Hole")
         #expect(summary.steps == [StepTimeDocument(step: 1, name: "Slow Net", seconds: 3.06), StepTimeDocument(step: 2, name: "Black Hole", seconds: 9.04)])
         #expect(summary.line == "scenario 'Slow Net, then Black Hole' on eth0 for 12.1 s (1. Slow Net 3.1 s, 2. Black Hole 9.0 s)")
+    }
+
+    @Test("With --capture: a line per peer the command talked to, a warning per plaintext request, in the JSON too")
+    func traceLines() throws {
+        let summary = try JSONDecoder().decode(TraceSummary.self, from: Data("""
+            {"peers": [{"address": "93.184.216.34", "names": ["example.com"], "services": ["tcp/80", "tcp/443"],
+                        "bytesOut": 900, "bytesIn": 12000, "packetsOut": 9, "packetsIn": 11, "retransmissions": 1, "resets": 0},
+                       {"address": "10.254.0.1", "names": [], "services": ["udp/53"],
+                        "bytesOut": 80, "bytesIn": 120, "packetsOut": 1, "packetsIn": 1, "retransmissions": 0, "resets": 0}],
+             "plaintextHTTP": [{"method": "GET", "host": "example.com", "path": "/login", "peer": "93.184.216.34"}],
+             "unreadable": 0}
+            """.utf8))
+        let trace = RunSummary.Trace(file: "out.pcapng", summary: summary, wholeTrace: true)
+        #expect(trace.lines == [
+            "talked to 93.184.216.34 (example.com), tcp/80 tcp/443: sent 900 bytes in 9 packets, received 12000 bytes in 11 packets; 1 TCP retransmission, 0 resets",
+            "talked to 10.254.0.1, udp/53: sent 80 bytes in 1 packet, received 120 bytes in 1 packet",
+            "warning: plaintext HTTP: GET http://example.com/login (to 93.184.216.34): anyone on the path can read and change it",
+        ])
+        let json = String(decoding: try JSONEncoder().encode(trace), as: UTF8.self)
+        #expect(json.contains(#""plaintextHTTP":[{"#) && json.contains(#""wholeTrace":true"#))
+    }
+
+    @Test("A trace that cannot be read back gives no summary, and says why")
+    func unreadableTrace() {
+        guard case .failure(let stdout) = RunSummary.Trace.read("-") else { Issue.record("read standard output"); return }
+        #expect(stdout.description == "it went to standard output")
+        guard case .failure(let missing) = RunSummary.Trace.read("/nonexistent/trace.pcapng") else { Issue.record("read a missing file"); return }
+        #expect(missing.description.contains("No such file"))
     }
 }
