@@ -112,14 +112,17 @@ public struct ControlClient: Sendable {
     /// however briefly it is full (other clients connecting faster than the daemon accepts:
     /// a busy CI runner, or a user flooding the socket). Waiting for room, as a blocking
     /// connect would, is what the caller wants; only a backlog full for `backlogWait` is an
-    /// error.
+    /// error. The wait is judged by when an attempt began, not when its refusal came back: on
+    /// a loaded machine the event loop reported a refusal seconds late, and the backlog had
+    /// room long before, so the last attempt is always one begun after the wait.
     func connect(halfClosure: Bool) async throws -> NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart> {
         let deadline = ContinuousClock.now + Self.backlogWait
         var pause = Duration.milliseconds(2)
         while true {
+            let attempted = ContinuousClock.now
             do {
                 return try await connectOnce(halfClosure: halfClosure)
-            } catch where Self.errnoCode(of: error) == EAGAIN && ContinuousClock.now < deadline {
+            } catch where Self.errnoCode(of: error) == EAGAIN && attempted < deadline {
                 try await Task.sleep(for: pause)
                 pause = min(pause * 2, .milliseconds(50))
             }
