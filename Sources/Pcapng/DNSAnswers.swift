@@ -4,8 +4,8 @@ enum DNSAnswers {
     static func read(_ message: ArraySlice<UInt8>) -> [(String, String)] {
         let bytes = Array(message)
         guard bytes.count >= 12, bytes[2] & 0x80 != 0 else { return [] }
-        let questions = Int(bytes[4]) << 8 | Int(bytes[5])
-        let answers = Int(bytes[6]) << 8 | Int(bytes[7])
+        let questions = Int(ByteOrder.big.u16(bytes[...], 4))
+        let answers = Int(ByteOrder.big.u16(bytes[...], 6))
         var offset = 12
         var asked: String?
         for _ in 0..<min(questions, 4) {
@@ -16,8 +16,8 @@ enum DNSAnswers {
         var found: [(String, String)] = []
         for _ in 0..<min(answers, 32) {
             guard let (_, next) = name(in: bytes, at: offset), next + 10 <= bytes.count else { break }
-            let type = Int(bytes[next]) << 8 | Int(bytes[next + 1])
-            let length = Int(bytes[next + 8]) << 8 | Int(bytes[next + 9])
+            let type = ByteOrder.big.u16(bytes[...], next)
+            let length = Int(ByteOrder.big.u16(bytes[...], next + 8))
             let data = next + 10
             guard data + length <= bytes.count else { break }
             if let asked, (type == 1 && length == 4) || (type == 28 && length == 16) {

@@ -41,7 +41,7 @@ struct IPPacket {
         guard headerLength >= 20, bytes.count >= headerLength else { return nil }
         source = Array(bytes[(start + 12)..<(start + 16)])
         destination = Array(bytes[(start + 16)..<(start + 20)])
-        let fragmentOffset = (Int(bytes[start + 6] & 0x1F) << 8) | Int(bytes[start + 7])
+        let fragmentOffset = ByteOrder.big.u16(bytes, start + 6) & 0x1FFF
         let payload = bytes[(start + headerLength)...]
         // A later fragment has no transport header of its own.
         transport = fragmentOffset == 0 ? Self.transport(bytes[start + 9], payload) : .other(bytes[start + 9])
@@ -64,7 +64,7 @@ struct IPPacket {
                 offset += (Int(bytes[offset + 1]) + 1) * 8
             case 44:
                 guard bytes.endIndex - offset >= 8 else { return nil }
-                let fragmentOffset = (Int(bytes[offset + 2]) << 5) | Int(bytes[offset + 3] >> 3)
+                let fragmentOffset = ByteOrder.big.u16(bytes, offset + 2) >> 3
                 next = bytes[offset]
                 offset += 8
                 if fragmentOffset != 0 {
@@ -91,14 +91,14 @@ struct IPPacket {
 
     static func u16(_ bytes: ArraySlice<UInt8>, _ at: Int) -> UInt16? {
         guard at >= bytes.startIndex, bytes.endIndex - at >= 2 else { return nil }
-        return UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1])
+        return ByteOrder.big.u16(bytes, at)
     }
 
     static func text(_ address: [UInt8]) -> String {
         if address.count == 4 { return address.map(String.init).joined(separator: ".") }
         var groups: [String] = []
         for index in stride(from: 0, to: address.count, by: 2) {
-            groups.append(String(UInt16(address[index]) << 8 | UInt16(address[index + 1]), radix: 16))
+            groups.append(String(ByteOrder.big.u16(address[...], index), radix: 16))
         }
         // The longest run of zero groups (two or more) becomes `::`.
         var best: Range<Int>?
@@ -126,9 +126,9 @@ struct TCPSegment {
         guard bytes.count >= 20 else { return nil }
         let offset = Int(bytes[start + 12] >> 4) * 4
         guard offset >= 20, bytes.count >= offset else { return nil }
-        sourcePort = UInt16(bytes[start]) << 8 | UInt16(bytes[start + 1])
-        destinationPort = UInt16(bytes[start + 2]) << 8 | UInt16(bytes[start + 3])
-        sequence = bytes[(start + 4)..<(start + 8)].reduce(0) { $0 << 8 | UInt32($1) }
+        sourcePort = ByteOrder.big.u16(bytes, start)
+        destinationPort = ByteOrder.big.u16(bytes, start + 2)
+        sequence = ByteOrder.big.u32(bytes, start + 4)
         reset = bytes[start + 13] & 0x04 != 0
         payload = bytes[(start + offset)...]
     }
@@ -142,8 +142,8 @@ struct UDPDatagram {
     init?(_ bytes: ArraySlice<UInt8>) {
         let start = bytes.startIndex
         guard bytes.count >= 8 else { return nil }
-        sourcePort = UInt16(bytes[start]) << 8 | UInt16(bytes[start + 1])
-        destinationPort = UInt16(bytes[start + 2]) << 8 | UInt16(bytes[start + 3])
+        sourcePort = ByteOrder.big.u16(bytes, start)
+        destinationPort = ByteOrder.big.u16(bytes, start + 2)
         payload = bytes[(start + 8)...]
     }
 }

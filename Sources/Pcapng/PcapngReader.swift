@@ -222,9 +222,9 @@ public struct PcapngReader: Sendable {
     }
 }
 
-/// Numbers in a section's byte order, read at absolute indices of a slice (an `ArraySlice`
-/// keeps its base array's indices); callers check the bounds first.
-private enum ByteOrder {
+/// Numbers in a section's byte order (or a packet header's: `big`), read at absolute indices of
+/// a slice (an `ArraySlice` keeps its base array's indices); callers check the bounds first.
+enum ByteOrder {
     case little, big
 
     func u16(_ bytes: ArraySlice<UInt8>, _ at: Int) -> UInt16 {

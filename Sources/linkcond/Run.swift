@@ -40,7 +40,7 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Delete a qdisc on the interface that linkcond did not create, instead of refusing.") var replaceForeign = false
     @Option(help: ArgumentHelp("Also write the summary printed when the command ends to this file, as JSON (a CI artifact).", valueName: "file"))
     var jsonSummary: String?
-    @Option(help: ArgumentHelp("Write the command's packets under its condition to this pcapng file, from before it starts to after it ends (with --isolated, its sandbox's alone).", valueName: "file"))
+    @Option(help: ArgumentHelp("Write the command's packets under its condition to this pcapng file, from before it starts to after it ends (with --isolated, its sandbox's alone); the summary then names what the command talked to and warns of every plaintext HTTP request.", valueName: "file"))
     var capture: String?
     @Argument(parsing: .captureForPassthrough, help: "The command and its arguments, after --.") var command: [String] = []
 

@@ -26,12 +26,17 @@ extension RunSummary {
         static let readLimit = 256 << 20
 
         /// The trace `run` has just written to `path`, read back and summarized; why not, when
-        /// it cannot be (standard output, an unreadable file).
+        /// it cannot be (standard output, a pipe, an unreadable file).
         static func read(_ path: String) -> Result<Trace, TraceReadFailure> {
             guard path != "-" else { return .failure(TraceReadFailure("it went to standard output")) }
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            // Non-blocking, so that a FIFO (`--capture /dev/stdout` into a pipe) is not waited
+            // on for a writer; it is then refused as not a file.
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
             guard descriptor >= 0 else { return .failure(TraceReadFailure(String(cString: strerror(errno)))) }
             defer { close(descriptor) }
+            var status = stat()
+            guard fstat(descriptor, &status) == 0 else { return .failure(TraceReadFailure(String(cString: strerror(errno)))) }
+            guard status.st_mode & S_IFMT == S_IFREG else { return .failure(TraceReadFailure("it is not a regular file")) }
             var bytes: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 1 << 16)
             var whole = false

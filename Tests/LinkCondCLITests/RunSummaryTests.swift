@@ -97,5 +97,11 @@ struct RunSummaryTests {
         #expect(stdout.description == "it went to standard output")
         guard case .failure(let missing) = RunSummary.Trace.read("/nonexistent/trace.pcapng") else { Issue.record("read a missing file"); return }
         #expect(missing.description.contains("No such file"))
+        // A pipe is refused at once, not waited on for a writer.
+        let fifo = "/tmp/lc-test-\(getpid())-trace.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        guard case .failure(let pipe) = RunSummary.Trace.read(fifo) else { Issue.record("read a FIFO"); return }
+        #expect(pipe.description == "it is not a regular file")
     }
 }
