@@ -364,8 +364,10 @@ class Controller:
         qemu VM when it has one, run there before the timed tests, one after the other."""
         forced = self.config.getoption("--vm")
         placed = [(item, "timed" if item.get_closest_marker("timed") else "functional", *_vm_of(item, forced)) for item in items]
+        # Only when the timed phase runs too: with --phase functional they would never run.
+        both_phases = self.config.getoption("--phase") == "all"
         timed_qemu_modules = {_module_of(item) for item, phase, kernel, systemd in placed
-                              if phase == "timed" and kernel == "qemu" and systemd}
+                              if both_phases and phase == "timed" and kernel == "qemu" and systemd}
         groups: dict[tuple, Group] = {}
         for item, phase, kernel, systemd in placed:
             module = _module_of(item)
