@@ -64,7 +64,7 @@ let package = Package(
         .systemLibrary(name: "CMalloc"),
         .target(name: "Sandboxes", dependencies: ["Netlink", "CPidfd", "IPAddressText"]),
         // Profile model in human units, YAML decoding, validation, the catalog.
-        .target(name: "Profiles", dependencies: ["CYAML", "NameMatching"]),
+        .target(name: "Profiles", dependencies: ["CYAML", "NameMatching", "LinkCondVocabulary"]),
         // Profile -> TrafficPlan (pure), and applying plans through Netlink.
         .target(
             name: "Shaping",

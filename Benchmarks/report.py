@@ -778,6 +778,80 @@ def sandboxes(results):
     return "\n".join(out), d
 
 
+def capture_rates(rows):
+    """A table of what a capture saw, lost and wrote at each offered rate, and the highest rate
+    (iperf3's sent packets over its seconds) it kept up with entirely."""
+    out = ["| offered, packets/s | iperf3 sent | of them in the file | missing | the capture saw | lost (its ring full) | written | "
+           "daemon CPU s |",
+           "|---|---|---|---|---|---|---|---|"]
+    lossless = None
+    for row in rows:
+        out.append("| %d | %s | %s | %s | %s | %s | %s | %s |" % (
+            row["offeredPacketsPerSecond"], row.get("iperfPackets"), row.get("iperfPacketsInFile"), row.get("iperfMissing"),
+            row.get("received"), row.get("captureDrops"), row.get("written"), fmt(row.get("daemonCpuSeconds"), 2)))
+        if row.get("captureDrops") == 0 and row.get("iperfPackets") and row.get("iperfMissing") == 0:
+            lossless = max(lossless or 0, row["iperfPackets"] / row["seconds"])
+    out.append("\nHighest rate captured without a loss: %s packets/s (iperf3's sent packets over its seconds)." %
+               (fmt(lossless, 0) if lossless else "none"))
+    return out, lossless
+
+
+def capture_throughput(rows, title):
+    """A table of TCP throughput per mode (no capture, a capture read, a stalled reader), and
+    each mode's median in bits a second."""
+    by_mode = {}
+    for row in rows:
+        by_mode.setdefault(row["mode"], []).append(row["bitsPerSecond"])
+    medians = {mode: statistics.median([b for b in values if b]) if any(values) else None for mode, values in by_mode.items()}
+    out = ["\n| %s | rounds, Mbit/s | median Mbit/s |\n|---|---|---|" % title]
+    labels = {"none": "no capture", "capture": "a capture read into a file", "stalled": "a reader that never reads"}
+    for mode in ("none", "capture", "stalled"):
+        values = by_mode.get(mode, [])
+        out.append("| %s | %s | %s |" % (labels[mode], ", ".join(fmt(v / 1e6 if v else None, 1) for v in values),
+                                         fmt(medians.get(mode) / 1e6 if medians.get(mode) else None, 1)))
+    return out, medians
+
+
+def capture_memory(rows, title):
+    """The daemon's RSS before, at most during and after each stalled reader."""
+    out = ["\n| the daemon's RSS around a stalled reader (%s) | before | at most during | after |\n|---|---|---|---|" % title]
+    for m in rows:
+        out.append("| round %d | %s | %s | %s |" % (m["round"] + 1, memory(m["beforeKiB"]), memory(m["peakKiB"]), memory(m["afterKiB"])))
+    return out
+
+
+def captures(results):
+    """Packet traces (captures-native.json on this machine's kernel, captures.json in the VM):
+    per offered rate, what the capture saw, lost and wrote; in the VM, the shaped throughput with
+    no capture, a capture read into a file, and a reader that never reads, and the daemon's
+    memory around each stalled reader. Passes when some rate was captured without a loss, a
+    stalled reader cost the shaped traffic under 10% of its median throughput, and the daemon
+    grew by under 16 MiB while one stalled."""
+    native = load(os.path.join(results, "captures-native.json"))
+    d = load(os.path.join(results, "captures.json"))
+    if not d or not native:
+        return "(not measured)", None
+    out = ["On this machine's kernel (two namespaces and a veth pair, the condition off: no netem here):\n"]
+    lines, native_lossless = capture_rates(native["rates"])
+    out += lines
+    if native.get("throughput"):
+        out += capture_throughput(native["throughput"], "unshaped TCP on this machine (veth, no netem)")[0]
+        out += capture_memory(native.get("memory") or [], "this machine")
+    out.append("\nIn the VM (emulated, under `LC Bench Capture Rate`: 1 ms each way):\n")
+    lines, vm_lossless = capture_rates(d["rates"])
+    out += lines
+    lines, medians = capture_throughput(d["throughput"], "shaped TCP in the VM (100 Mbit/s, 5 ms each way)")
+    out += lines
+    growth = [m["peakKiB"] - m["beforeKiB"] for m in d["memory"] + (native.get("memory") or []) if m.get("peakKiB") and m.get("beforeKiB")]
+    out += capture_memory(d["memory"], "VM")
+    ends = d.get("captureEnds") or []
+    if ends:
+        out.append("\nThe history's capture ends: " + "; ".join("`%s`" % e for e in ends))
+    cost_ok = medians.get("none") and medians.get("stalled") and medians["stalled"] >= 0.9 * medians["none"]
+    passed = bool(native_lossless) and bool(vm_lossless) and bool(cost_ok) and bool(growth) and max(growth) < 16 * 1024
+    return "\n".join(out), passed
+
+
 def scale_checks(label, data, count_field):
     """Requests per switch constant, and the p50 at the largest size within 2× of the smallest."""
     scale = (data or {}).get("scale") or []
@@ -854,6 +928,7 @@ def main():
     sandbox_table, sandbox_data = sandboxes(results)
     scenario_table, scenario_plot = scenario(results, plots_dir)
     trace_table, trace_path, traces_passed = traces(results, plots_dir)
+    capture_table, captures_passed = captures(results)
     metrics_table, _, metrics_passed = metrics(results, footprint)
     fid_tables, rows, passed = fidelity(results)
     made = plots(rows, methods, plots_dir)
@@ -874,6 +949,8 @@ def main():
     print(trace_table + "\n")
     if trace_path:
         print("![%s](%s)\n" % (os.path.basename(trace_path), os.path.relpath(trace_path, "docs")))
+    print("### Packet traces (the rate a capture keeps up with, its cost, a reader that stops)\n")
+    print(capture_table + "\n")
     print("### Counters and metrics (scrapes, then memory and the idle minute after them)\n")
     print(metrics_table + "\n")
     print("### The client as a command (this machine, whole processes, interleaved)\n")
@@ -915,6 +992,9 @@ def main():
     print(target_table)
     if traces_passed is not True:
         missed.append("trace-driven links: %s" % ("not measured" if traces_passed is None else "a 1 s window beyond ±10%, or a frame more across an outage"))
+    if captures_passed is not True:
+        missed.append("packet traces: %s" % ("not measured" if captures_passed is None
+                                            else "no rate without a loss, a stalled reader cost over 10% of the throughput, or the daemon grew 16 MiB"))
     if metrics_passed is not True:
         missed.append("counters and metrics: %s" % ("not measured" if metrics_passed is None
                                                     else "RSS above %g MB after the scrapes and switches, or CPU used idle" % RSS_TARGET_MB))

@@ -127,8 +127,10 @@ idle_minute() {
 # conditions (many at once, one per interface), matches (many peers of one interface),
 # sandboxes (many run --isolated sandboxes), metrics (scrapes on the real kernel, memory and idle
 # with counters read and the metrics listener open), scenario (a timed scenario played under a TCP
-# download and a UDP stream), traces (trace-driven links against their traces), fidelity.
-PARTS=" ${LC_BENCH_PARTS:-switching hitless conditions matches sandboxes metrics scenario traces fidelity} "
+# download and a UDP stream), traces (trace-driven links against their traces), captures (a packet
+# trace's loss-free rate, the shaped traffic's throughput with and without one, the daemon's
+# memory under a reader that stops reading), fidelity.
+PARTS=" ${LC_BENCH_PARTS:-switching hitless conditions matches sandboxes metrics scenario traces captures fidelity} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 # The daemon counts its netlink requests with fault injection on (never armed here).
 executed_steps() { curl -sf --unix-socket "$SOCK" http://linkcond/v1/debug/fault | jq -r .executedSteps; }
@@ -512,6 +514,22 @@ for t in "${TRACE_NAMES[@]}"; do
     done
 done
 jq -s . "$WORK/traces.jsonl" >"$OUT/traces.json"
+put_condition off
+fi
+
+# --------------------------------------------------------------- packet traces
+if part captures; then
+log "captures: the rate a capture keeps up with, throughput with and without one, memory under a stalled reader"
+write_profile "LC Bench Capture Shaped" "downlink: { bandwidth: 100Mbit, delay: 5ms }
+uplink: { bandwidth: 100Mbit, delay: 5ms }"
+write_profile "LC Bench Capture Rate" "downlink: { delay: 1ms }
+uplink: { delay: 1ms }"
+curl -sf --unix-socket "$SOCK" -X POST http://linkcond/v1/reload >/dev/null
+lc activate "LC Bench Capture Rate" >/dev/null
+python3 "$REPO/Benchmarks/captures.py" --linkcond "$BIN" --socket "$SOCK" --netns "$NS_C" --server "$S4" \
+    --daemon-pid "$DAEMON_PID" --work "$WORK/captures" --shaped "LC Bench Capture Shaped" \
+    --rates "${LC_BENCH_CAPTURE_RATES:-1000,2000,5000,10000,20000,40000}" --out "$OUT/captures.json"
+rm -rf "$WORK/captures"
 put_condition off
 fi
 

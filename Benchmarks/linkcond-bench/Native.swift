@@ -27,14 +27,16 @@ struct Native: AsyncParsableCommand {
     @Option(help: "Write the report here as JSON.") var out: String?
 
     func run() async throws {
-        let catalog = ProfileCatalog.load(from: [profiles])
-        let names = catalog.sortedEntries.map(\.profile.name)
+        // Shaping profiles alone: a failure's nftables rules are not the model kernel's, nor a
+        // switch's netlink changes.
+        let shaping = ProfileCatalog.load(from: [profiles]).sortedEntries.filter { $0.profile.failure == nil && $0.profile.dnsFailure == nil }
+        let names = shaping.map(\.profile.name)
         let userspace = try await measureUserspace(profileDirectory: profiles, names: names)
         let netlink = try measureNetlinkChange()
 
         let planner = Planner()
         let target = ShapingTarget(interface: "eth0")
-        let plans = catalog.sortedEntries.map { planner.plan($0.profile, on: target) }
+        let plans = shaping.map { planner.plan($0.profile, on: target) }
         let steps = plans.indices.map { index in
             Double(plans[(index + plans.count - 1) % plans.count].changeSteps(to: plans[index])?.count ?? 0)
         }

@@ -123,7 +123,6 @@ public struct ResetError: Error, Sendable, CustomStringConvertible {
 public struct CaptureRefusal: Error, Sendable, CustomStringConvertible {
     public enum Reason: Sendable, Equatable {
         case tooMany
-        case unavailable
         case namespaceGone
     }
 

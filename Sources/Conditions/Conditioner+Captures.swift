@@ -21,6 +21,9 @@ public struct CaptureGrant: Sendable {
     public var transports: [String]
     /// A gateway device's condition: the interface faces the device from the far side.
     public var facesTheApp: Bool
+    /// A loopback condition: `port` is a local server's, and each packet crosses the interface
+    /// twice.
+    public var portIsLocalServer: Bool
     /// The condition in force as the capture begins, as its first note says it.
     public var firstNote: String
 }
@@ -51,12 +54,6 @@ extension Conditioner {
                 reason: .tooMany, condition: condition.id, detail: "\(Self.maximumCaptures) captures run already; end one first"
             ))
         }
-        guard condition.target.interface != Self.loopback else {
-            throw ConditionsRefusal(CaptureRefusal(
-                reason: .unavailable, condition: condition.id,
-                detail: "a loopback port's packets cross the interface twice, each way; capturing them is not available yet"
-            ))
-        }
         if condition.id.namespace != nil, condition.namespaceIdentity == nil {
             throw ConditionsRefusal(CaptureRefusal(reason: .namespaceGone, condition: condition.id, detail: "its network namespace is not known"))
         }
@@ -64,6 +61,7 @@ extension Conditioner {
             serial: 0, condition: condition.id, interface: condition.target.interface,
             ifb: held != nil && condition.convergence.applied != nil ? condition.target.ifb : nil,
             namespacePath: condition.id.namespace?.path, networks: [], port: nil, transports: [], facesTheApp: false,
+            portIsLocalServer: condition.target.interface == Self.loopback,
             firstNote: Self.captureNote(reason: "in force as the capture began", condition: condition, detail: nil)
         )
         if case .match(_, let match) = condition.slot {

@@ -65,7 +65,6 @@ extension CaptureRefusal: ConditionsError {
     public var errorCode: ErrorCode {
         switch reason {
         case .tooMany: .tooManyCaptures
-        case .unavailable: .captureUnavailable
         case .namespaceGone: .namespaceGone
         }
     }

@@ -10,9 +10,9 @@ package struct CaptureOptions: Sendable, Equatable {
 
     var duration: LeaseDuration?
     var count: UInt64?
-    var snapLength: Int32 = CaptureSession.Limits.largestSnapLength
+    var snapLength: Int32 = CaptureSession.Limits.defaultSnapLength
 
-    init(duration: LeaseDuration? = nil, count: UInt64? = nil, snapLength: Int32 = CaptureSession.Limits.largestSnapLength) {
+    init(duration: LeaseDuration? = nil, count: UInt64? = nil, snapLength: Int32 = CaptureSession.Limits.defaultSnapLength) {
         self.duration = duration
         self.count = count
         self.snapLength = snapLength

@@ -16,8 +16,9 @@ package struct CaptureStream: Sendable {
     let requester: Requester
     let logger: Logger
 
-    /// How often the stream moves while packets flow, and while none do.
-    static let busyPoll: Duration = .milliseconds(10)
+    /// How often the stream moves while packets flow, and while none do: at 2 ms a 4 MB ring
+    /// of 4 KiB frames keeps up with 50 000 packets a second.
+    static let busyPoll: Duration = .milliseconds(2)
     static let quietPoll: Duration = .milliseconds(50)
     static let contentType = "application/x-pcapng"
 
@@ -52,7 +53,7 @@ package struct CaptureStream: Sendable {
         }
         let scope = CaptureSession.Scope(
             interface: grant.interface, ifb: grant.ifb, namespacePath: grant.namespacePath,
-            filter: CaptureFilter(networks: grant.networks, port: grant.port, transports: grant.transports),
+            filter: CaptureFilter(networks: grant.networks, port: grant.port, transports: grant.transports, portIsLocalServer: grant.portIsLocalServer),
             facesTheApp: grant.facesTheApp, targetName: grant.condition.description
         )
         do {

@@ -26,7 +26,7 @@ extension ErrorCode {
             .payloadTooLarge
         case .missingKernelModule, .notPermitted, .kernelRefused, .sandboxPlumbingFailed, .sandboxNATFailed, .internal:
             .internalServerError
-        case .namespacesUnavailable, .sandboxesUnavailable, .resetUnavailable, .captureUnavailable:
+        case .namespacesUnavailable, .sandboxesUnavailable, .resetUnavailable:
             .notImplemented
         case .interfaceMissing, .stopping, .tooManyConditions, .sandboxesExhausted, .hostLookupFailed,
              .hostLookupTimedOut, .tooManyConnections, .tooManyCaptures:

@@ -48,7 +48,6 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case namespacesUnavailable = "namespaces-unavailable"
     case sandboxesUnavailable = "sandboxes-unavailable"
     case resetUnavailable = "reset-unavailable"
-    case captureUnavailable = "capture-unavailable"
     case tooManyCaptures = "too-many-captures"
     // The daemon.
     case stopping

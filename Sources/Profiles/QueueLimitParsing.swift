@@ -1,3 +1,5 @@
+import LinkCondVocabulary
+
 extension QueueLimit {
     /// The most packets a queue may hold.
     public static let maximumPackets: UInt32 = 1_000_000
@@ -11,12 +13,6 @@ extension QueueLimit {
 
     private static let example = "100 packets, 64KB or 50ms"
 
-    /// Byte units, case-sensitive: a lower-case `b` would be bits.
-    private static let byteUnits: [(suffix: String, factor: UInt64)] = [
-        ("B", 1), ("bytes", 1), ("byte", 1),
-        ("kB", 1_000), ("KB", 1_000), ("MB", 1_000_000),
-        ("KiB", 1_024), ("MiB", 1_048_576),
-    ]
     private static let timeUnits: [(suffix: String, factor: UInt64)] = [
         ("ms", 1), ("msec", 1), ("s", 1_000), ("sec", 1_000),
     ]
@@ -44,7 +40,7 @@ extension QueueLimit {
             return
         }
 
-        if let factor = Self.byteUnits.first(where: { $0.suffix == unit })?.factor {
+        if let factor = ByteSize.factor(of: unit) {
             guard !number.isFiner(thanFactor: factor) else {
                 throw UnitParseError("'\(text)' is not a whole number of bytes")
             }
@@ -72,7 +68,7 @@ extension QueueLimit {
         if ["us", "µs", "usec"].contains(unit.lowercased()) {
             throw UnitParseError("'\(text)' is finer than a queue is measured; write a queue's time in whole milliseconds, from 1ms to 60s")
         }
-        if Self.byteUnits.contains(where: { $0.suffix.lowercased() == unit.lowercased() }) {
+        if ByteSize.isMiscased(unit) {
             throw UnitParseError("unknown queue unit '\(unit)' in '\(text)'; write bytes with a capital B, like 64KB or 256KiB (a lower-case b would be bits)")
         }
         throw UnitParseError(

@@ -1,3 +1,5 @@
+import LinkCondVocabulary
+
 /// Reads one scenario file.
 ///
 /// Like `ProfileParser`, it walks the YAML node tree so that every error names its line, and
@@ -300,13 +302,6 @@ extension StepDuration {
 }
 
 extension StepTrigger {
-    /// Byte units: decimal (`KB`, also `kB`) and binary (`KiB`); written exactly so.
-    private static let byteUnits: [(suffix: String, factor: UInt64)] = [
-        ("B", 1),
-        ("kB", 1_000), ("KB", 1_000), ("MB", 1_000_000), ("GB", 1_000_000_000),
-        ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30),
-    ]
-
     /// Reads `<amount> of download` or `<amount> of upload`, the amount in bytes (`20KB`,
     /// `1.5 MB`, `64KiB`, `300 B`) or packets (`100 packets`, `1 packet`).
     public init(parsing text: String) throws(UnitParseError) {
@@ -339,13 +334,13 @@ extension StepTrigger {
             guard !number.isFiner(thanFactor: 1) else {
                 throw UnitParseError("'\(amount)' is not a whole number of packets")
             }
-        } else if let bytes = Self.byteUnits.first(where: { $0.suffix == quantity.unit }) {
+        } else if let bytes = ByteSize.factor(of: quantity.unit) {
             unit = .bytes
-            factor = bytes.factor
+            factor = bytes
             guard !number.isFiner(thanFactor: factor) else {
                 throw UnitParseError("'\(amount)' is not a whole number of bytes")
             }
-        } else if ["b", "kb", "mb", "gb"].contains(quantity.unit.lowercased()) {
+        } else if ByteSize.isMiscased(quantity.unit) {
             throw UnitParseError(
                 "unknown unit '\(quantity.unit)' in '\(amount)'; bytes are written with a capital B: B, KB (or kB), MB, GB, KiB, MiB, GiB (a lower-case b would mean bits)"
             )

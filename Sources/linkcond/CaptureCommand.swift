@@ -34,8 +34,31 @@ struct Capture: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Stop after this many packets.", valueName: "n"))
     var count: UInt64?
 
-    @Option(help: ArgumentHelp("Keep at most this many bytes of each packet (64 to 262144; default all).", valueName: "bytes"))
+    @Option(help: ArgumentHelp("Keep at most this many bytes of each packet (64 to 262144; default 4026: every packet of a 1500-byte MTU whole).", valueName: "bytes"))
     var snaplen: Int?
+
+    @Option(name: .customLong("file-size"), help: ArgumentHelp("Start a new file once this much is written (100MB, 1GB): FILE-00001.pcapng, FILE-00002.pcapng, …, each a whole trace.", valueName: "size"))
+    var fileSize: String?
+
+    @Option(help: ArgumentHelp("With --file-size, keep only the newest N files (a ring for long captures).", valueName: "n"))
+    var files: Int?
+
+    @Option(name: .customLong("max-size"), help: ArgumentHelp("Stop once this much is written in all (500MB, 2GB).", valueName: "size"))
+    var maxSize: String?
+
+    /// The parsed --file-size, --files and --max-size.
+    var fileLimits: TraceFileLimits {
+        get throws {
+            TraceFileLimits(
+                fileSize: try fileSize.map { try ByteSize(parsing: $0, range: Self.fileSizes).bytes },
+                files: files,
+                totalSize: try maxSize.map { try ByteSize(parsing: $0, range: Self.fileSizes).bytes }
+            )
+        }
+    }
+
+    /// A file holds at least its header and a few packets; 1 TB is beyond any disk's use.
+    static let fileSizes: ClosedRange<UInt64> = 64_000...1_000_000_000_000
 
     func validate() throws {
         if file == "-" && isatty(STDOUT_FILENO) == 1 {
@@ -51,15 +74,29 @@ struct Capture: AsyncParsableCommand {
         if let snaplen, !(64...262_144).contains(snaplen) {
             throw ValidationError("--snaplen must be from 64 to 262144 bytes")
         }
+        if file == "-" && (fileSize != nil || files != nil) {
+            throw ValidationError("--file-size and --files write files; they cannot go to stdout (-w -)")
+        }
+        if files != nil && fileSize == nil {
+            throw ValidationError("--files needs --file-size: the ring turns to a new file once one is that large")
+        }
+        if let files, !(1...100_000).contains(files) {
+            throw ValidationError("--files must be from 1 to 100000")
+        }
+        do {
+            _ = try fileLimits
+        } catch let error as ByteSizeError {
+            throw ValidationError("\(error.text == fileSize ? "--file-size" : "--max-size") \(error)")
+        }
     }
 
     func run() async throws {
-        let output = TraceOutput(path: file)
+        let stop = CaptureStop()
+        let output = TraceOutput(path: file, limits: try fileLimits) { stop.request() }
         defer { output.close() }
         let client = connection.client
         let condition = target.condition
         let limits = CaptureLimits(duration: duration, count: count, snapLength: snaplen)
-        let stop = CaptureStop()
         let capture = Task {
             try await client.capture(condition: condition, limits: limits, stop: stop) { chunk in try output.write(chunk) }
         }
@@ -89,84 +126,7 @@ struct Capture: AsyncParsableCommand {
         } catch where interruption.happened {
         }
         try output.finish()
-    }
-}
-
-/// Where a trace goes: a file the client opens (as the user who runs it), or stdout. Blocks
-/// are written whole: bytes are held until the block they belong to has arrived, so that an
-/// interrupted capture leaves a file that ends where a block does.
-final class TraceOutput: @unchecked Sendable {
-    struct WriteError: Error, CustomStringConvertible {
-        var code: Int32
-        /// The reader of a pipe went away.
-        var reader: Bool { code == EPIPE }
-        var description: String { String(cString: strerror(code)) }
-    }
-
-    private let path: String
-    /// Opened with the first bytes: a refused capture leaves no file behind.
-    private var descriptor: Int32 = -1
-    private var pending: [UInt8] = []
-    /// A block larger than this is not one linkcondd writes.
-    static let largestBlock = 1 << 20
-
-    init(path: String) {
-        self.path = path
-        if path == "-" {
-            descriptor = STDOUT_FILENO
-            signal(SIGPIPE, SIG_IGN)
-        }
-    }
-
-    private var owned: Bool { path != "-" }
-
-    /// Whether any block has been written.
-    private(set) var hasBegun = false
-
-    private func opened() throws -> Int32 {
-        if descriptor < 0 {
-            descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard descriptor >= 0 else { throw WriteError(code: errno) }
-        }
-        return descriptor
-    }
-
-    func write(_ chunk: ByteBuffer) throws {
-        pending += chunk.readableBytesView
-        var whole = 0
-        while pending.count - whole >= 8 {
-            let length = Int(pending[whole + 4]) | Int(pending[whole + 5]) << 8 | Int(pending[whole + 6]) << 16 | Int(pending[whole + 7]) << 24
-            guard length >= 12, length <= Self.largestBlock else { throw WriteError(code: EBADMSG) }
-            guard pending.count - whole >= length else { break }
-            whole += length
-        }
-        guard whole > 0 else { return }
-        try writeAll(pending[..<whole], to: try opened())
-        hasBegun = true
-        pending.removeFirst(whole)
-    }
-
-    /// Anything left is a block the daemon never finished: dropped, so the file stays whole.
-    func finish() throws {
-        if owned, descriptor >= 0, fsync(descriptor) != 0, errno != EINVAL { throw WriteError(code: errno) }
-    }
-
-    func close() {
-        if owned, descriptor >= 0 { Glibc.close(descriptor) }
-    }
-
-    private func writeAll(_ bytes: ArraySlice<UInt8>, to descriptor: Int32) throws {
-        try bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw WriteError(code: errno)
-                }
-                offset += written
-            }
-        }
+        for line in output.closingLines { warn(line) }
     }
 }
 

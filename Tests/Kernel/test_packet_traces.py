@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.packet_traces import capinfos, gaps_ms, read_trace, statistics
-from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
+from harness.packet_traces import READER_ENVIRONMENT, capinfos, gaps_ms, read_trace, statistics
+from harness.system import SYSTEM_PYTHON, as_stranger, spawn, stop, wait_until
 
-CHECKS = 14 + 3 + 5 + 5 + 8 + 3 + 4 + 2 + 6
+CHECKS = 14 + 3 + 5 + 5 + 8 + 3 + 4 + 2 + 6 + 8 + 5
 
 HARNESS = Path(__file__).resolve().parent / "harness"
 #: What harness/dns_server.py answers for every name under linkcond.test.
@@ -232,6 +232,114 @@ def test_run_captures_its_command(check, daemon, topo, work):
     gaps = gaps_ms(trace, "IPv4")
     check.true(f"each reply at least the downlink's {DOWN_BEFORE} ms behind its request", len(gaps) == 5 and min(gaps) >= DOWN_BEFORE,
                sorted(gaps), f"5, each >= {DOWN_BEFORE} ms")
+
+
+@pytest.mark.checks(8)
+def test_a_ring_of_files_keeps_the_newest_whole(check, daemon, topo, work):
+    """`capture --file-size 64KB --files 3` under 400 large pings: three files are left, the
+    newest, each at most 64 KB, each read by tshark alone, each beginning with the condition in
+    force; the requests in them run on without a gap to the last ping, and the last file closes
+    with the statistics. `--max-size 100KB` stops a capture by itself, near that size."""
+    ring = work / "ring"
+    shutil.rmtree(ring, ignore_errors=True)
+    ring.mkdir()
+    daemon.cli("activate", "LC Capture Before").ok()
+    capture = spawn(daemon.client_argv("capture", "-w", str(ring / "trace.pcapng"), "--file-size", "64KB", "--files", "3", "--for", "10s"),
+                    stderr=subprocess.PIPE, text=True)
+    try:
+        if not wait_until(lambda: any(ring.iterdir()) or capture.poll() is not None, 20):
+            raise AssertionError("the capture did not begin within 20 s")
+        topo.client.run("ping", "-4", "-c", "400", "-s", "1200", "-i", "0.005", "-W", "2", topo.s4, timeout=60)
+        _, said = capture.communicate(timeout=30)
+    finally:
+        stop(capture)
+    check.equal("capture: exit status, and where the trace is", (0, True, True),
+                (capture.returncode, "the trace is in 3 files" in said, "older removed" in said))
+    files = sorted(ring.iterdir())
+    numbers = [int(f.stem.rsplit("-", 1)[1]) for f in files]
+    check.true("three files, the newest three", len(files) == 3 and numbers == list(range(numbers[0], numbers[0] + 3)) and numbers[0] > 1,
+               [f.name for f in files], "trace-000NN.pcapng, three in a row, not the first")
+    traces = [read_trace(f) for f in files]
+    check.equal("tshark: reads each without a word", [(0, "")] * 3, [(t.rc, t.stderr.strip()) for t in traces])
+    sizes = [f.stat().st_size for f in files]
+    check.true("each file at most 64 KB", max(sizes) <= 64_000, sizes, "<= 64000 bytes each")
+    firsts = [t.packets[0].comment if t.packets else "" for t in traces]
+    check.true("each file begins with the note of the condition in force", all("LC Capture Before" in c for c in firsts), firsts,
+               "LC Capture Before in each")
+    sequences = [p.sequence for t in traces for p in t.echoes("IPv4", "request", "out")]
+    check.true("the requests run on across the files without a gap, to the last ping",
+               bool(sequences) and sequences == list(range(sequences[0], sequences[0] + len(sequences))) and sequences[-1] == 400,
+               sequences[:3] + ["..."] + sequences[-3:], "consecutive, ending at 400")
+    check.true("the last file closes with the statistics", "delivered" in statistics(files[-1]), statistics(files[-1]), "isb_usrdeliv")
+
+    limited = work / "limited.pcapng"
+    capture = spawn(daemon.client_argv("capture", "-w", str(limited), "--max-size", "100KB", "--for", "30s"), stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: limited.exists() or capture.poll() is not None, 20)
+        pinging = spawn(topo.client.argv("ping", "-4", "-c", "2000", "-s", "1200", "-i", "0.005", topo.s4))
+        try:
+            _, said = capture.communicate(timeout=25)
+        finally:
+            stop(pinging)
+    finally:
+        stop(capture)
+    size = limited.stat().st_size if limited.exists() else 0
+    check.true("--max-size 100KB: stops by itself, at 100 KB of packets (and the statistics), and says so",
+               capture.returncode == 0 and 90_000 < size <= 101_000 and "stopped at --max-size 100KB" in said,
+               (capture.returncode, size, said.strip()), "exit 0, 90 000 < size <= 101 000, told")
+
+
+#: Three connections to a server on 127.0.0.1:LOCAL_PORT in the same process, each sending a
+#: line and reading it back: every packet crosses lo twice, out and in.
+LOCAL_PORT = 8090
+LOCAL_ECHOES = f"""
+import socket, threading
+server = socket.create_server(("127.0.0.1", {LOCAL_PORT}))
+def serve():
+    for _ in range(3):
+        connection, _ = server.accept()
+        with connection:
+            connection.sendall(connection.recv(100))
+threading.Thread(target=serve, daemon=True).start()
+for n in range(3):
+    with socket.create_connection(("127.0.0.1", {LOCAL_PORT})) as client:
+        client.sendall(b"hello %d" % n)
+        assert client.recv(100) == b"hello %d" % n
+"""
+
+
+@pytest.mark.checks(5)
+def test_a_loopback_port_s_trace_has_each_packet_once(check, daemon, topo, work):
+    """`capture --to 127.0.0.1:PORT/tcp` of a local server's condition: each packet crosses lo
+    twice, yet the trace has it once, after its own tree: what goes to the port outbound (after
+    the uplink's 10 ms), what comes from it inbound (after the downlink's 40 ms), so a SYN-ACK is
+    the downlink's delay behind its SYN."""
+    peer = f"127.0.0.1:{LOCAL_PORT}/tcp"
+    daemon.cli("activate", "--to", peer, "LC Capture Before").ok()
+    trace_file = work / "loopback.pcapng"
+    try:
+        code = capture_while(daemon, trace_file, ("--to", peer, "--for", "6s"),
+                             lambda: topo.client.run(SYSTEM_PYTHON, "-c", LOCAL_ECHOES, timeout=60).ok())
+    finally:
+        daemon.cli("off", "--to", peer)
+    fields = ("frame.time_epoch", "frame.packet_flags_direction", "tcp.srcport", "tcp.dstport", "tcp.flags.str", "tcp.seq_raw", "tcp.ack_raw")
+    read = subprocess.run(as_stranger([*READER_ENVIRONMENT, "tshark", "-r", str(trace_file), "-Y", "tcp", "-T", "fields", "-E", "separator=\t",
+                                       *[a for f in fields for a in ("-e", f)]]), capture_output=True, text=True, timeout=120)
+    check.equal("capture and tshark: exit status, not a word on stderr", (0, 0, ""), (code, read.returncode, read.stderr.strip()))
+    rows = [line.split("\t") for line in read.stdout.splitlines()]
+    segments = [(float(r[0]), int(r[1], 16) & 3, int(r[2]), int(r[3]), r[4].replace("·", ""), r[5], r[6])
+                for r in rows if len(r) == len(fields)]
+    to_port = [s for s in segments if s[3] == LOCAL_PORT]
+    from_port = [s for s in segments if s[2] == LOCAL_PORT]
+    check.equal("the three connections' SYNs and SYN-ACKs, each once", (3, 3),
+                (len([s for s in to_port if s[4] == "S"]), len([s for s in from_port if s[4] == "AS"])))
+    check.equal("no segment twice", [], [s for n, s in enumerate(segments) if s[1:] in [t[1:] for t in segments[:n]]])
+    check.equal("to the port outbound, from it inbound", ({2}, {1}), ({s[1] for s in to_port}, {s[1] for s in from_port}))
+    syns = {s[2]: s[0] for s in to_port if s[4] == "S"}
+    gaps = sorted(round((s[0] - syns[s[3]]) * 1000, 1) for s in from_port if s[4] == "AS" and s[3] in syns)
+    check.true(f"each SYN-ACK the downlink's {DOWN_BEFORE} ms behind its SYN (to +{GAP_TOLERANCE_MS} ms)",
+               len(gaps) == 3 and all(DOWN_BEFORE <= g <= DOWN_BEFORE + GAP_TOLERANCE_MS for g in gaps), gaps,
+               f"3, each {DOWN_BEFORE}–{DOWN_BEFORE + GAP_TOLERANCE_MS} ms")
 
 
 @pytest.fixture

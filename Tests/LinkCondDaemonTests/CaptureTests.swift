@@ -67,7 +67,7 @@ struct CaptureTests {
         #expect(captures == ["capture 1 began", "capture 2 began", "capture 1 ended: 3 packets written", "capture 2 ended: 0 packets written"])
     }
 
-    @Test("Eight captures at once at most; a loopback port's is not available")
+    @Test("Eight captures at once at most; a loopback port's tells the two ways apart by the port's side")
     func limits() async throws {
         let conditioner = TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0", "lo"]))
         var grants: [CaptureGrant] = []
@@ -79,7 +79,12 @@ struct CaptureTests {
         _ = try await conditioner.beginCapture(by: TestDaemon.root) { _, _ in }
         let loopback = ConditionID(interface: "lo", peer: try PeerSpec(parsing: "127.0.0.1:8080"))
         await conditioner.endCapture(grants[1], by: TestDaemon.root, detail: "")
-        await expectRefusal(CaptureRefusal.self) { try await conditioner.beginCapture(on: loopback, by: TestDaemon.root) { _, _ in } }
+        let local = try await conditioner.beginCapture(on: loopback, by: TestDaemon.root) { _, _ in }
+        #expect(local.interface == "lo" && local.portIsLocalServer && local.port == 8080)
+        let filter = CaptureFilter(networks: local.networks, port: local.port, transports: local.transports, portIsLocalServer: true)
+        #expect(filter.expression(for: .uplink) == "(net 127.0.0.1/32) and (tcp dst port 8080 or udp dst port 8080)")
+        #expect(filter.expression(for: .downlink) == "(net 127.0.0.1/32) and (tcp src port 8080 or udp src port 8080)")
+        #expect(!grants[2].portIsLocalServer)
     }
 
     @Test("A gateway device's capture faces the device: what leaves the interface arrives at it")
@@ -105,6 +110,8 @@ struct CaptureTests {
         #expect(CaptureFilter(networks: ["10.0.0.0/8", "2001:db8::/32"]).expression == "(net 10.0.0.0/8 or net 2001:db8::/32)")
         #expect(CaptureFilter(networks: ["0.0.0.0/0", "::/0"], port: 53).expression == "port 53")
         #expect(CaptureFilter(networks: ["0.0.0.0/0"], port: 53, transports: ["udp"]).expression == "(udp port 53)")
+        #expect(CaptureFilter(port: 53, transports: ["udp"]).expression(for: .downlink) == "(udp port 53)")
+        #expect(CaptureFilter(port: 53, transports: ["udp", "tcp"], portIsLocalServer: true).expression(for: .downlink) == "(udp src port 53 or tcp src port 53)")
     }
 }
 

@@ -133,7 +133,7 @@ struct ImpairmentParserTests {
         ("0.5ms", "not a whole number of milliseconds"),
         ("61s", "longest queue, 60s"),
         ("500us", "whole milliseconds"),
-        ("1GB", "unknown queue unit 'GB'"),
+        ("2GB", "more than the largest queue"), ("1TB", "unknown queue unit 'TB'"),
         ("big", "is not a queue size"),
     ])
     func queueRefused(written: String, fragment: String) throws {

@@ -305,7 +305,7 @@ struct ScenarioParserTests {
         ParserErrorCase(label: "trigger in an unknown direction", yaml: oneStepYAML("profile: Edge\nuntil: 20KB of downlink"), line: 4, field: "steps[1].until", code: .badValue, fragment: "unknown direction 'downlink'"),
         ParserErrorCase(label: "trigger without a unit", yaml: oneStepYAML("profile: Edge\nuntil: 20 of download"), line: 4, field: "steps[1].until", code: .badValue, fragment: "'20' has no unit"),
         ParserErrorCase(label: "trigger in bits", yaml: oneStepYAML("profile: Edge\nuntil: 20kb of download"), line: 4, field: "steps[1].until", code: .badValue, fragment: "bytes are written with a capital B"),
-        ParserErrorCase(label: "trigger in an unknown unit", yaml: oneStepYAML("profile: Edge\nuntil: 20 bytes of download"), line: 4, field: "steps[1].until", code: .badValue, fragment: "unknown unit 'bytes'"),
+        ParserErrorCase(label: "trigger in an unknown unit", yaml: oneStepYAML("profile: Edge\nuntil: 20 octets of download"), line: 4, field: "steps[1].until", code: .badValue, fragment: "unknown unit 'octets'"),
         ParserErrorCase(label: "trigger of nothing", yaml: oneStepYAML("profile: Edge\nuntil: 0 KB of download"), line: 4, field: "steps[1].until", code: .badValue, fragment: "at least 1 byte"),
         ParserErrorCase(label: "trigger of no packets", yaml: oneStepYAML("profile: Edge\nuntil: 0 packets of upload"), line: 4, field: "steps[1].until", code: .badValue, fragment: "at least 1 packet"),
         ParserErrorCase(label: "trigger of part of a byte", yaml: oneStepYAML("profile: Edge\nuntil: 1.0005 KB of download"), line: 4, field: "steps[1].until", code: .badValue, fragment: "not a whole number of bytes"),

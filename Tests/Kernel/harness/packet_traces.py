@@ -75,7 +75,8 @@ def capinfos(path: Path) -> subprocess.CompletedProcess:
 
 def statistics(path: Path) -> dict:
     """The first interface's statistics block (pcapng, little-endian as linkcond writes it):
-    isb_ifdrop (the condition's drops), isb_osdrop (the capture's), isb_usrdeliv, its comment."""
+    isb_ifrecv, isb_ifdrop (the condition's drops), isb_osdrop (the capture's), isb_usrdeliv,
+    its comment."""
     data = path.read_bytes()
     offset, found = 0, {}
     while offset + 12 <= len(data):
@@ -89,7 +90,7 @@ def statistics(path: Path) -> dict:
                 if code == 0:
                     break
                 value = data[position + 4:position + 4 + size]
-                names = {1: "comment", 5: "condition_drops", 7: "capture_drops", 8: "delivered"}
+                names = {1: "comment", 4: "received", 5: "condition_drops", 7: "capture_drops", 8: "delivered"}
                 if code in names:
                     found[names[code]] = value.decode(errors="replace") if code == 1 else struct.unpack("<Q", value)[0]
                 position += 4 + (size + 3) // 4 * 4
