@@ -18,12 +18,14 @@ import json
 import os
 import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from harness.checks import minus
+from harness.packet_traces import read_trace
 from harness.probes import ProbeServer
 from harness.system import BIN, HARNESS, SYSTEM_PYTHON, HarnessError, as_member, as_stranger, run, spawn, stop, wait_until
 from harness.systemd import (CONTROL_SOCKET, SERVICE, SOCKET, HostNamespace, Journal, TestUnits, answers,
@@ -31,7 +33,7 @@ from harness.systemd import (CONTROL_SOCKET, SERVICE, SOCKET, HostNamespace, Jou
 from harness.tc import qdiscs, same_as, snapshot, tree_text
 
 VM = "systemd"
-CHECKS = 38
+CHECKS = 40
 
 INTERFACE, PEER = "lcsd0", "lcsd1"
 #: What the service reads or writes for the tests: outside /tmp, which PrivateTmp= hides from it.
@@ -156,6 +158,26 @@ def test_shaping_and_access_under_the_unit(check, stopped):
     check.true("a change as uid 65534 is refused, naming group linkcond; Slow Net stays",
                refused.rc not in (0, 124) and "group 'linkcond'" in refused.output and now == "Slow Net",
                f"exit {refused.rc}, {refused.err.strip()[:100]!r}, {now}", "exit != 0 naming group 'linkcond', Slow Net")
+
+
+@pytest.mark.checks(2)
+def test_capture_under_the_unit(check, stopped):
+    """`linkcond capture` through the units: the service's sandbox lets the daemon open its
+    packet socket (AF_PACKET among its address families, CAP_NET_RAW among its capabilities),
+    and the trace holds the pings sent out of the interface."""
+    started(stopped)
+    trace_file = Path("/tmp/lc-unit-capture.pcapng")
+    trace_file.unlink(missing_ok=True)
+    capture = spawn([str(BIN / "linkcond"), "capture", "-w", str(trace_file), "--for", "6s"], stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: trace_file.exists() and trace_file.stat().st_size > 0 or capture.poll() is not None, 30)
+        run(["ping", "-6", "-c", "3", "-i", "0.2", f"ff02::1%{INTERFACE}"], timeout=30)
+        _, said = capture.communicate(timeout=60)
+    finally:
+        stop(capture)
+    check.equal("capture through the unit: exit 0, nothing said", (0, ""), (capture.returncode, said.strip()))
+    requests = len(read_trace(trace_file).echoes("IPv6", "request", "out")) if trace_file.exists() else 0
+    check.true("the trace holds the 3 pings sent out of the interface", requests == 3, requests, 3)
 
 
 # ---------------------------------------------------------------- stopping
