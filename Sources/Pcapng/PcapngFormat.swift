@@ -1,10 +1,10 @@
 /// The block types and option codes of pcapng (the IETF draft "PCAP Next Generation Dump File
 /// Format") that linkcond writes and reads.
-enum PcapngFormat {
-    static let sectionHeader: UInt32 = 0x0A0D_0D0A
-    static let interfaceDescription: UInt32 = 0x0000_0001
-    static let interfaceStatistics: UInt32 = 0x0000_0005
-    static let enhancedPacket: UInt32 = 0x0000_0006
+package enum PcapngFormat {
+    package static let sectionHeader: UInt32 = 0x0A0D_0D0A
+    package static let interfaceDescription: UInt32 = 0x0000_0001
+    package static let interfaceStatistics: UInt32 = 0x0000_0005
+    package static let enhancedPacket: UInt32 = 0x0000_0006
     static let byteOrderMagic: UInt32 = 0x1A2B_3C4D
 
     static let endOfOptions: UInt16 = 0

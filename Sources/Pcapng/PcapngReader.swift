@@ -224,20 +224,20 @@ public struct PcapngReader: Sendable {
 
 /// Numbers in a section's byte order (or a packet header's: `big`), read at absolute indices of
 /// a slice (an `ArraySlice` keeps its base array's indices); callers check the bounds first.
-enum ByteOrder {
+package enum ByteOrder {
     case little, big
 
-    func u16(_ bytes: ArraySlice<UInt8>, _ at: Int) -> UInt16 {
+    package func u16(_ bytes: ArraySlice<UInt8>, _ at: Int) -> UInt16 {
         let first = UInt16(bytes[at]), second = UInt16(bytes[at + 1])
         return self == .little ? first | second << 8 : first << 8 | second
     }
 
-    func u32(_ bytes: ArraySlice<UInt8>, _ at: Int) -> UInt32 {
+    package func u32(_ bytes: ArraySlice<UInt8>, _ at: Int) -> UInt32 {
         let first = UInt32(u16(bytes, at)), second = UInt32(u16(bytes, at + 2))
         return self == .little ? first | second << 16 : first << 16 | second
     }
 
-    func u64(_ bytes: ArraySlice<UInt8>, _ at: Int) -> UInt64 {
+    package func u64(_ bytes: ArraySlice<UInt8>, _ at: Int) -> UInt64 {
         let first = UInt64(u32(bytes, at)), second = UInt64(u32(bytes, at + 4))
         return self == .little ? first | second << 32 : first << 32 | second
     }

@@ -89,7 +89,7 @@ final class TraceOutput: @unchecked Sendable {
         var whole = 0
         var batch: [UInt8] = []
         while pending.count - whole >= 8 {
-            let length = Int(pending[whole + 4]) | Int(pending[whole + 5]) << 8 | Int(pending[whole + 6]) << 16 | Int(pending[whole + 7]) << 24
+            let length = Int(ByteOrder.little.u32(pending[...], whole + 4))
             guard length >= 12, length <= Self.largestBlock else { throw WriteError(code: EBADMSG) }
             guard pending.count - whole >= length else { break }
             try place(pending[whole..<(whole + length)], batch: &batch)
@@ -103,15 +103,15 @@ final class TraceOutput: @unchecked Sendable {
     /// Adds one whole block to `batch`, starting a new file first when the block would pass
     /// the file's size, or leaves it out when it would pass the total.
     private func place(_ block: ArraySlice<UInt8>, batch: inout [UInt8]) throws {
-        let type = littleEndian(block, block.startIndex)
-        let isHeader = type == 0x0A0D_0D0A || type == 1
-        let isPacket = type == 6
+        let type = ByteOrder.little.u32(block, block.startIndex)
+        let isHeader = type == PcapngFormat.sectionHeader || type == PcapngFormat.interfaceDescription
+        let isPacket = type == PcapngFormat.enhancedPacket
         if isHeader {
-            if type == 0x0A0D_0D0A { header = [] }
+            if type == PcapngFormat.sectionHeader { header = [] }
             header += block
             notesInterface = Self.notesInterface(in: header)
         }
-        let isNote = isPacket && notesInterface != nil && littleEndian(block, block.startIndex + 8) == notesInterface
+        let isNote = isPacket && notesInterface != nil && ByteOrder.little.u32(block, block.startIndex + 8) == notesInterface
         if isPacket, let total = limits.totalSize, totalBytes + UInt64(block.count) > total {
             if !limitReached {
                 limitReached = true
@@ -202,10 +202,6 @@ final class TraceOutput: @unchecked Sendable {
                 offset += written
             }
         }
-    }
-
-    private func littleEndian(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> UInt32 {
-        UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24
     }
 
     /// The index of the interface that carries linkcond's notes, read from the header blocks.
