@@ -13,6 +13,7 @@ Functional: a failure at once is bounded by the reset's own answer, not by a clo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
@@ -133,30 +134,55 @@ def ended(report: Path, count: int, timeout: float = 10) -> list[dict]:
     return events(report)[:count]
 
 
-def watch_through_a_step(daemon, work: Path, scenario: str, watch: list[str]) -> tuple[list[dict], str]:
+@dataclasses.dataclass
+class Watch:
+    """What a watch inside a sandbox saw, on the VM's CLOCK_MONOTONIC: its samples (`at` counted
+    from `began`), and when `linkcond next` was asked and answered; `failed` says what went wrong
+    (no samples then)."""
+    samples: list[dict] = dataclasses.field(default_factory=list)
+    began: float = 0.0
+    asked: float = 0.0
+    answered: float = 0.0
+    failed: str = ""
+
+    def since_next(self, sample: dict) -> float:
+        """How long after `linkcond next` was asked the sample was taken."""
+        return self.began + sample["at"] - self.asked
+
+
+def watch_through_a_step(daemon, work: Path, scenario: str, watch: list[str], after: float) -> Watch:
     """`run --isolated --scenario SCENARIO -- connections.py WATCH...`: once the watch has sampled
-    for a second, `linkcond next --pid` ends the scenario's first step. The watch's samples (none
-    when it failed) and what went wrong, if anything."""
-    ready = work / f"{scenario.replace(' ', '-')}.ready"
+    for a second, `linkcond next --pid` ends the scenario's first step, and the watch goes on for
+    AFTER seconds from then."""
+    stem = scenario.replace(" ", "-")
+    ready, moved = work / f"{stem}.ready", work / f"{stem}.moved"
     ready.unlink(missing_ok=True)
-    out, err = work / f"{ready.stem}.out", work / f"{ready.stem}.err"
+    moved.unlink(missing_ok=True)
+    out, err = work / f"{stem}.out", work / f"{stem}.err"
+    result = Watch()
     with out.open("w") as stdout, err.open("w") as stderr:
         process = daemon.client_process("run", "--isolated", "--scenario", scenario, "--", SYSTEM_PYTHON, CONNECTIONS, *watch,
-                                        "--ready", str(ready), stdout=stdout, stderr=stderr, start_new_session=True)
+                                        "--ready", str(ready), "--moved", str(moved), "--after", str(after),
+                                        stdout=stdout, stderr=stderr, start_new_session=True)
     try:
         if not wait_until(lambda: ready.exists() or process.poll() is not None, 90):
-            return [], "the command did not begin sampling within 90 s"
+            return Watch(failed="the command did not begin sampling within 90 s")
         if not ready.exists():
-            return [], f"run ended first ({process.returncode}): {err.read_text()[-600:]}"
-        moved = daemon.cli("next", "--pid", str(command_pid(sandboxes(daemon)[0])))
-        if moved.rc != 0:
-            return [], f"linkcond next: {moved.output}"
-        process.wait(timeout=60)
+            return Watch(failed=f"run ended first ({process.returncode}): {err.read_text()[-600:]}")
+        result.asked = time.monotonic()
+        moved_step = daemon.cli("next", "--pid", str(command_pid(sandboxes(daemon)[0])))
+        result.answered = time.monotonic()
+        moved.touch()
+        if moved_step.rc != 0:
+            return Watch(failed=f"linkcond next: {moved_step.output}")
+        process.wait(timeout=60 + after)
     finally:
         stop(process)
     if process.returncode != 0:
-        return [], f"run exited {process.returncode}: {err.read_text()[-600:]}"
-    return json.loads(out.read_text()), ""
+        return Watch(failed=f"run exited {process.returncode}: {err.read_text()[-600:]}")
+    printed = json.loads(out.read_text())
+    result.samples, result.began = printed["samples"], printed["began"]
+    return result
 
 
 def reset(daemon, *target: str) -> tuple[dict | None, float, float, str]:
@@ -553,16 +579,18 @@ def test_link_flaps_in_a_sandbox(check, daemon, topo, work):
     """A scenario's step with `failure: link-down` in a sandbox (`run --isolated --scenario`, the
     step begun by `linkcond next --pid`): the command, connecting every 50 ms, sees its link
     running and connecting, then not running with every connection failing at once
-    (ENETUNREACH) for the step's 2 s, then both back, in that order, connecting again within
-    2 s of the link's return (once in a fresh clone's run connects timed out for about a second
-    after it, 3 samples of 0.3 s: likely the sandbox asking for its gateway's address again, ARP
-    retrying after a second); nothing is left of the sandbox after."""
+    (ENETUNREACH) for the step's 2 s, beginning as `linkcond next` is answered, then both back,
+    in that order, connecting again within 2 s of the link's return (once in a fresh clone's run
+    connects timed out for about a second after it, 3 samples of 0.3 s: likely the sandbox
+    asking for its gateway's address again, ARP retrying after a second); nothing is left of the
+    sandbox after. The watch lasts until 6 s after `next`, however long the sandbox took to start."""
     ends = Ends(work, "flap")
     ends.serve(topo.client, "0.0.0.0", PORT + 80, "app")
     try:
-        samples, failed = watch_through_a_step(daemon, work, "LC Link Flap", [
-            "link-watch", "--host", topo.c4, "--port", str(PORT + 80), "--iface", "eth0", "--seconds", "11"])
-        check.true("sandbox: the command ran", len(samples) > 20, failed or len(samples), "> 20 samples", require=True)
+        watch = watch_through_a_step(daemon, work, "LC Link Flap", [
+            "link-watch", "--host", topo.c4, "--port", str(PORT + 80), "--iface", "eth0"], after=6)
+        samples = watch.samples
+        check.true("sandbox: the command ran", len(samples) > 20, watch.failed or len(samples), "> 20 samples", require=True)
         phases = []
         for sample in samples:
             state = (sample["result"], sample["running"])
@@ -585,11 +613,14 @@ def test_link_flaps_in_a_sandbox(check, daemon, topo, work):
                    if back is not None else "never", "<= 2 s")
         check.true("sandbox: down for about the step's 2 s", 1.5 <= (down[-1]["at"] - down[0]["at"] if down else 0) <= 2.6,
                    f"{down[-1]['at'] - down[0]['at']:.2f} s" if down else "never", "1.5 to 2.6 s")
-        # The step begins once the command has sampled for a second, and `linkcond next` took
-        # its own start under emulation: beside make test's builds the drop-out came 5.19 s in
-        # once, so the watch lasts 11 s, room for the 2 s down and the return after 7 s.
-        check.true("sandbox: connected for a while before the drop-out", bool(down) and 1.0 <= down[0]["at"] <= 7.0,
-                   down[0]["at"] if down else "never", "1.0 to 7.0 s")
+        # A sample is stamped as its connect begins (up to 0.3 s) and reads the link after it, then
+        # sleeps 50 ms: the first one down is stamped at most 0.35 s either side of the link's going,
+        # which the daemon does before it answers `next`.
+        answered = watch.answered - watch.asked
+        check.true("sandbox: the drop-out began as `linkcond next` was answered (within 0.35 s)",
+                   bool(down) and -0.35 <= watch.since_next(down[0]) <= answered + 0.35,
+                   f"{watch.since_next(down[0]):.2f} s after it was asked, answered after {answered:.2f} s" if down else "never",
+                   f"-0.35 to {answered + 0.35:.2f} s")
         check.equal("sandbox: no veth or NAT table of it left", [], wait_no_leftovers(topo.client))
     finally:
         ends.stop()
@@ -611,9 +642,10 @@ def test_handover_in_a_sandbox(check, daemon, topo, work):
     try:
         if not wait_until((ends.dir / "app.listening").exists, 20):
             raise AssertionError("no server for the handover")
-        samples, failed = watch_through_a_step(daemon, work, "LC Handover", [
-            "handover-watch", "--host", topo.s4, "--port", str(PORT + 90), "--seconds", "6"])
-        check.true("handover: the command ran", len(samples) > 20, failed or (len(samples), samples[:4], samples[-3:]),
+        watch = watch_through_a_step(daemon, work, "LC Handover", [
+            "handover-watch", "--host", topo.s4, "--port", str(PORT + 90)], after=4)
+        samples = watch.samples
+        check.true("handover: the command ran", len(samples) > 20, watch.failed or (len(samples), samples[:4], samples[-3:]),
                    "> 20 samples", require=True)
         sources = []
         for sample in samples:

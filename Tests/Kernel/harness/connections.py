@@ -16,10 +16,13 @@ VM), so that a test can tell how soon after a reset each end failed.
          milliseconds.
   lookup resolves NAME COUNT times with getaddrinfo; prints what each got (`ok`, `timeout`, or
          the EAI_ error's name) and how long it took.
-  link-watch  for SECONDS, every 50 ms, connects to HOST:PORT and asks whether IFACE is running
-         (its carrier); prints each sample's time, result and that flag.
-  handover-watch  for SECONDS, every 100 ms, sends a datagram to a `serve --udp-tell` and keeps a
-         TCP connection to it echoing; prints the source the server saw and the connection's state.
+  link-watch  every 50 ms, connects to HOST:PORT and asks whether IFACE is running (its
+         carrier); prints each sample's time, result and that flag.
+  handover-watch  every 100 ms, sends a datagram to a `serve --udp-tell` and keeps a TCP
+         connection to it echoing; prints the source the server saw and the connection's state.
+  Both watch until AFTER seconds past the moment the MOVED file appears (the test's sign that it
+  changed the condition), at most SECONDS in all: how long a start takes under emulation does
+  not decide how much of the change they see.
 """
 
 from __future__ import annotations
@@ -193,8 +196,23 @@ def mark_ready(args, began: float) -> None:
         open(args.ready, "w").close()
 
 
+def watching(args, began: float) -> bool:
+    """Whether a watch goes on: it ends AFTER seconds past MOVED's appearance, or at SECONDS."""
+    now = time.monotonic()
+    if args.moved_seen is None and os.path.exists(args.moved):
+        args.moved_seen = now
+    if args.moved_seen is not None:
+        return now - args.moved_seen < args.after
+    return now - began < args.seconds
+
+
+def watched(samples: list[dict], began: float) -> None:
+    """Prints the samples, their times from BEGAN, and BEGAN itself on CLOCK_MONOTONIC."""
+    print(json.dumps({"began": began, "samples": samples}))
+
+
 def link_watch(args) -> None:
-    """For SECONDS, every 50 ms: a TCP connect to HOST:PORT (its result) and whether the
+    """Every 50 ms: a TCP connect to HOST:PORT (its result) and whether the
     interface IFACE is running (has its carrier: IFF_RUNNING, asked of this namespace's kernel)."""
     import fcntl
     import struct
@@ -206,17 +224,17 @@ def link_watch(args) -> None:
 
     samples = []
     began = time.monotonic()
-    while time.monotonic() - began < args.seconds:
+    while watching(args, began):
         at = time.monotonic() - began
         args.proto, args.recverr = "tcp", False
         samples.append({"at": round(at, 3), "result": attempt(args)["result"], "running": running()})
         mark_ready(args, began)
         time.sleep(0.05)
-    print(json.dumps(samples))
+    watched(samples, began)
 
 
 def handover_watch(args) -> None:
-    """For SECONDS, every 100 ms, on one connected UDP socket and one TCP connection to
+    """Every 100 ms, on one connected UDP socket and one TCP connection to
     HOST:PORT (a `serve --udp --udp-tell`): the source the server saw the datagram come from (or
     `timeout`), and whether the TCP connection still echoes (`ok`, or the error that ended it)."""
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
@@ -228,7 +246,7 @@ def handover_watch(args) -> None:
     ended = None
     samples = []
     began = time.monotonic()
-    while time.monotonic() - began < args.seconds:
+    while watching(args, began):
         at = round(time.monotonic() - began, 3)
         try:
             datagrams.send(b"?")
@@ -249,7 +267,7 @@ def handover_watch(args) -> None:
         samples.append({"at": at, "udp_source": seen, "tcp": ended or "ok"})
         mark_ready(args, began)
         time.sleep(0.1)
-    print(json.dumps(samples))
+    watched(samples, began)
 
 
 def main() -> None:
@@ -283,16 +301,18 @@ def main() -> None:
     w.add_argument("--host", required=True)
     w.add_argument("--port", type=int, required=True)
     w.add_argument("--iface", required=True)
-    w.add_argument("--seconds", type=float, required=True)
     w.add_argument("--timeout", type=float, default=0.3)
     v = modes.add_parser("handover-watch")
     v.add_argument("--host", required=True)
     v.add_argument("--port", type=int, required=True)
-    v.add_argument("--seconds", type=float, required=True)
     for watch in (w, v):
+        watch.add_argument("--moved", required=True, help="the file whose appearance says the condition changed")
+        watch.add_argument("--after", type=float, required=True, help="how long to watch once MOVED appears")
+        watch.add_argument("--seconds", type=float, default=60, help="the most a watch lasts")
         watch.add_argument("--ready", help="a file to create once the watch has sampled for --ready-after seconds")
         watch.add_argument("--ready-after", type=float, default=1.0)
     args = parser.parse_args()
+    args.moved_seen = None
     {"serve": serve, "hold": hold, "tries": tries, "lookup": lookup, "link-watch": link_watch, "handover-watch": handover_watch}[args.mode](args)
 
 
