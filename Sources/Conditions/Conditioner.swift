@@ -37,6 +37,8 @@ public actor Conditioner {
     let clock: WallClock
     let logger: Logger
     private let profileDirectories: [String]
+    /// The directory profiles are saved in, and which profiles are read-only.
+    public nonisolated let profileFiles: ProfileFiles
     var catalog: ProfileCatalog
     /// Beside each profile directory, its `scenarios` twin.
     private let scenarioDirectories: [String]
@@ -61,6 +63,7 @@ public actor Conditioner {
         planner: Planner,
         catalog: ProfileCatalog,
         profileDirectories: [String] = [],
+        profileFiles: ProfileFiles = ProfileFiles(directory: nil),
         scenarios: ScenarioCatalog = ScenarioCatalog(),
         scenarioDirectories: [String] = [],
         eventLoop: any EventLoop,
@@ -89,6 +92,7 @@ public actor Conditioner {
         self.planner = planner
         self.catalog = catalog
         self.profileDirectories = profileDirectories
+        self.profileFiles = profileFiles
         self.scenarioCatalog = scenarios
         self.scenarioDirectories = scenarioDirectories
         self.eventLoop = eventLoop

@@ -153,3 +153,15 @@ extension ResetError: ConditionsError {
         }
     }
 }
+
+extension ReadOnlyProfileError: ConditionsError {
+    public var errorCode: ErrorCode { .readOnlyProfile }
+}
+
+extension ProfileExistsError: ConditionsError {
+    public var errorCode: ErrorCode { .profileExists }
+}
+
+extension ProfileNotSavedError: ConditionsError {
+    public var errorCode: ErrorCode { .profileNotSaved }
+}

@@ -59,10 +59,14 @@ public struct ProfileDocument: Codable, Sendable, Equatable {
     public var dnsFailureNames: [String]?
     /// One line: `down: 32kbit 100ms; up: 32kbit 100ms; dns: +200ms`.
     public var summary: String
+    /// In a listing or a profile's own document: true for a built-in profile, or one from a
+    /// directory the daemon does not save in, which cannot be replaced or deleted through the
+    /// API; absent for the rest. A condition's profile leaves it out.
+    public var readOnly: Bool?
 
     public init(
         name: String, description: String, file: String, downlink: DirectionDocument, uplink: DirectionDocument, dnsDelay: String,
-        failure: String? = nil, dnsFailure: String? = nil, dnsFailureNames: [String]? = nil, summary: String
+        failure: String? = nil, dnsFailure: String? = nil, dnsFailureNames: [String]? = nil, summary: String, readOnly: Bool? = nil
     ) {
         self.name = name
         self.description = description
@@ -74,6 +78,7 @@ public struct ProfileDocument: Codable, Sendable, Equatable {
         self.dnsFailure = dnsFailure
         self.dnsFailureNames = dnsFailureNames
         self.summary = summary
+        self.readOnly = readOnly
     }
 }
 
@@ -83,12 +88,29 @@ public struct ProfileSummary: Codable, Sendable, Equatable {
     public var description: String
     public var file: String
     public var summary: String
+    /// As `ProfileDocument.readOnly`.
+    public var readOnly: Bool?
 
-    public init(name: String, description: String, file: String, summary: String) {
+    public init(name: String, description: String, file: String, summary: String, readOnly: Bool? = nil) {
         self.name = name
         self.description = description
         self.file = file
         self.summary = summary
+        self.readOnly = readOnly
+    }
+}
+
+/// `POST /v1/profiles`: save a profile in the daemon's profile directory, as a YAML file like
+/// any other (`linkcond profile save FILE`).
+public struct SaveProfileRequest: Codable, Sendable, Equatable {
+    /// The profile as a profile file has it; its `name` names it.
+    public var definition: ProfileDefinition
+    /// Replace a saved profile of the same name; without it, that is refused (`profile-exists`).
+    public var replace: Bool?
+
+    public init(definition: ProfileDefinition, replace: Bool? = nil) {
+        self.definition = definition
+        self.replace = replace
     }
 }
 

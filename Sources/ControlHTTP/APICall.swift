@@ -6,6 +6,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import NIOHTTP1
+import Profiles
 import Sandboxes
 
 /// A request understood: which endpoint, with its arguments checked. Parsing is pure, so that
@@ -17,6 +18,10 @@ package enum APICall: Sendable, Equatable {
     case conditions(verbose: Bool)
     case profiles
     case profile(name: String)
+    /// `POST /v1/profiles`: the profile parsed, the YAML it was parsed from, and whether it may
+    /// replace a saved one of its name.
+    case saveProfile(Profile, yaml: String, replace: Bool)
+    case deleteProfile(name: String)
     case scenarios
     /// The condition's scenario moves on to its next step.
     case next(ConditionID?)
@@ -70,8 +75,15 @@ package enum APICall: Sendable, Equatable {
             }
             return .conditions(verbose: try flag("verbose", in: query))
         case APIPath.profiles:
-            try require(request, .GET)
-            return .profiles
+            try require(request, .GET, .POST)
+            guard request.method == .POST else { return .profiles }
+            let save = try decode(SaveProfileRequest.self, from: request.body)
+            do {
+                let profile = try ProfileParser.parse(yaml: save.definition.yaml, file: save.definition.source)
+                return .saveProfile(profile, yaml: save.definition.yaml, replace: save.replace ?? false)
+            } catch {
+                throw .badProfile(error)
+            }
         case APIPath.scenarios:
             try require(request, .GET)
             return .scenarios
@@ -152,12 +164,12 @@ package enum APICall: Sendable, Equatable {
             try require(request, .DELETE)
             return .releaseLease(id)
         case _ where path.hasPrefix(APIPath.profiles + "/"):
-            try require(request, .GET)
+            try require(request, .GET, .DELETE)
             let encoded = path.dropFirst(APIPath.profiles.count + 1)
             guard let name = PercentEncoding.decode(encoded), !name.isEmpty, !name.contains("/"), name.utf8.count <= 256 else {
                 throw .badRequest("malformed profile name in the path")
             }
-            return .profile(name: name)
+            return request.method == .DELETE ? .deleteProfile(name: name) : .profile(name: name)
         default:
             throw ControlError(.notFound, "no such endpoint: \(request.method) \(printable(request.path)); see docs/api.md")
         }
@@ -291,6 +303,11 @@ extension LeaseRequest: KnownFields {
 
 extension ProfileDefinition {
     static var knownFields: [String] { ["yaml", "source"] }
+}
+
+extension SaveProfileRequest: KnownFields {
+    package static var knownFields: [String] { ["definition", "replace"] }
+    package static var knownNestedFields: [String: [String]] { ["definition": ProfileDefinition.knownFields] }
 }
 
 extension FaultRequest: KnownFields {

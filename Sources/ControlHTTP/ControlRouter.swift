@@ -79,9 +79,15 @@ package struct ControlRouter: Sendable {
             let list = await conditioner.conditionList(verbose: verbose)
             return .reply(.json(ConditionListResponse(conditions: list.map { shown(StatusResponse($0), to: requester) })))
         case .profiles:
-            return .reply(.json(ProfileListResponse(await conditioner.profiles())))
+            return .reply(.json(ProfileListResponse(await conditioner.profiles(), files: conditioner.profileFiles)))
         case .profile(let name):
-            return .reply(.json(ProfileDocument(try await conditioner.profile(named: name))))
+            return .reply(.json(ProfileDocument(try await conditioner.profile(named: name), files: conditioner.profileFiles)))
+        case .saveProfile(let profile, let yaml, let replace):
+            let saved = try await conditioner.saveProfile(profile, yaml: yaml, replace: replace, by: requester)
+            return .reply(.json(ProfileDocument(saved.entry, files: conditioner.profileFiles), status: saved.created ? .created : .ok))
+        case .deleteProfile(let name):
+            let deleted = try await conditioner.deleteProfile(named: name, by: requester)
+            return .reply(.json(ProfileDocument(deleted, files: conditioner.profileFiles)))
         case .scenarios:
             return .reply(.json(ScenarioListResponse(await conditioner.scenarios())))
         case .next(let id):

@@ -18,13 +18,13 @@ extension ErrorCode {
         case .requestTimeout:
             .requestTimeout
         case .foreignQdisc, .ifbNameTaken, .leaseHeld, .noLease, .aliasedCondition, .overlappingPeer,
-             .sandboxRequest, .sandboxNamespaceInUse, .noScenario, .scenarioOver, .scenarioStep:
+             .sandboxRequest, .sandboxNamespaceInUse, .noScenario, .scenarioOver, .scenarioStep, .readOnlyProfile, .profileExists:
             .conflict
         case .namespaceGone:
             .gone
         case .payloadTooLarge:
             .payloadTooLarge
-        case .missingKernelModule, .notPermitted, .kernelRefused, .sandboxPlumbingFailed, .sandboxNATFailed, .internal:
+        case .missingKernelModule, .notPermitted, .kernelRefused, .sandboxPlumbingFailed, .sandboxNATFailed, .profileNotSaved, .internal:
             .internalServerError
         case .namespacesUnavailable, .sandboxesUnavailable, .resetUnavailable:
             .notImplemented

@@ -1,3 +1,4 @@
+import Conditions
 import ControlAPI
 import Profiles
 
@@ -35,7 +36,9 @@ extension DirectionDocument {
 }
 
 extension ProfileDocument {
-    init(_ entry: ProfileEntry) {
+    /// `entry` as the API shows it; `files`, for a listed profile, tells whether it may be
+    /// replaced or deleted (a condition's profile says nothing of it).
+    init(_ entry: ProfileEntry, files: ProfileFiles? = nil) {
         let profile = entry.profile
         self.init(
             name: profile.name,
@@ -47,14 +50,18 @@ extension ProfileDocument {
             failure: profile.failure?.rawValue,
             dnsFailure: profile.dnsFailure?.kind.rawValue,
             dnsFailureNames: profile.dnsFailure.flatMap { $0.names.isEmpty ? nil : $0.names },
-            summary: profile.summary
+            summary: profile.summary,
+            readOnly: files.flatMap { $0.isWritable(entry) ? nil : true }
         )
     }
 }
 
 extension ProfileSummary {
-    init(_ entry: ProfileEntry) {
-        self.init(name: entry.profile.name, description: entry.profile.description, file: entry.file, summary: entry.profile.summary)
+    init(_ entry: ProfileEntry, files: ProfileFiles) {
+        self.init(
+            name: entry.profile.name, description: entry.profile.description, file: entry.file, summary: entry.profile.summary,
+            readOnly: files.isWritable(entry) ? nil : true
+        )
     }
 }
 

@@ -18,7 +18,7 @@ extension StatusResponse {
         self.init(
             id: id.description, isDefault: snapshot.isDefault, interface: snapshot.target.interface,
             namespace: id.namespace?.description, peer: id.peer?.description, ifb: snapshot.target.ifb,
-            active: snapshot.isActive, profile: snapshot.entry.map(ProfileDocument.init), since: snapshot.since.formatted(.iso8601),
+            active: snapshot.isActive, profile: snapshot.entry.map { ProfileDocument($0) }, since: snapshot.since.formatted(.iso8601),
             exemptions: snapshot.exemptions, lease: snapshot.lease.map(LeaseDocument.init)
         )
         addresses = snapshot.addresses.map { $0.map(formatIPAddress) }
@@ -112,8 +112,8 @@ extension ReloadResponse {
 }
 
 extension ProfileListResponse {
-    init(_ catalog: ProfileCatalog) {
-        self.init(profiles: catalog.sortedEntries.map(ProfileSummary.init), problems: catalog.problems.map(ProfileProblem.init))
+    init(_ catalog: ProfileCatalog, files: ProfileFiles) {
+        self.init(profiles: catalog.sortedEntries.map { ProfileSummary($0, files: files) }, problems: catalog.problems.map(ProfileProblem.init))
     }
 }
 

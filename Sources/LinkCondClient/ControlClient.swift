@@ -48,6 +48,17 @@ public struct ControlClient: Sendable {
         try await request(.GET, APIPath.profile(name))
     }
 
+    /// Saves a profile in the daemon's profile directory as a YAML file; `replace` lets it take
+    /// the place of a saved profile of the same name. Built-in profiles are read-only.
+    public func saveProfile(_ definition: ProfileDefinition, replace: Bool = false) async throws(ControlClientError) -> ProfileDocument {
+        try await request(.POST, APIPath.profiles, body: SaveProfileRequest(definition: definition, replace: replace ? true : nil))
+    }
+
+    /// Deletes a saved profile, its file and all; what it was.
+    public func deleteProfile(named name: String) async throws(ControlClientError) -> ProfileDocument {
+        try await request(.DELETE, APIPath.profile(name))
+    }
+
     /// Activates a profile by name, or one given as `definition`, on `interface` (the daemon's
     /// own when `nil`); with `duration` (e.g. `30s`) as a lease that reverts by itself.
     public func activate(

@@ -87,6 +87,7 @@ public struct LinkCondDaemon: Service {
         self.conditioner = Conditioner(
             engine: engine, target: target, planner: Planner(exemptions: configuration.exemptions),
             catalog: catalog, profileDirectories: configuration.profileDirectories,
+            profileFiles: ProfileFiles(directory: ProfileDirectories.savingDirectory(of: configuration.profileDirectories)),
             scenarios: scenarios, scenarioDirectories: scenarioDirectories,
             eventLoop: group.next(), stateDirectory: configuration.stateDirectory,
             historyFile: configuration.historyFile,

@@ -33,6 +33,15 @@ public enum ProfileDirectories {
         return path
     }
 
+    /// Where profiles saved through the API go: the first directory searched, so that they
+    /// override a built-in of the same name as a file put there by hand does; never the
+    /// built-in directory itself (a development build run with `--profiles profiles`).
+    public static func savingDirectory(of searchPath: [String], executablePath: String = CommandLine.arguments[0]) -> String? {
+        guard let first = searchPath.first else { return nil }
+        let builtIn = builtIn(executablePath: executablePath).map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+        return URL(fileURLWithPath: first).standardizedFileURL.path == builtIn ? nil : first
+    }
+
     /// The built-in profiles: `PREFIX/share/linkcond/profiles` next to an installed binary, or
     /// the `profiles/` directory of the source checkout a development build runs from.
     public static func builtIn(executablePath: String) -> String? {

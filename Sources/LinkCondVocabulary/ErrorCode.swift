@@ -12,6 +12,12 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case forbidden
     // What it names.
     case unknownProfile = "unknown-profile"
+    /// A built-in profile, or one from a directory the daemon does not save in.
+    case readOnlyProfile = "read-only-profile"
+    /// Saving would replace a profile of the same name, and replacing was not asked for.
+    case profileExists = "profile-exists"
+    /// The profile file could not be written or removed (or there is no directory to save in).
+    case profileNotSaved = "profile-not-saved"
     case unknownScenario = "unknown-scenario"
     case unknownInterface = "unknown-interface"
     case unknownNamespace = "unknown-namespace"

@@ -125,13 +125,18 @@ enum ProfileSelection {
             guard argument.contains("/") || argument.hasSuffix(".yaml") || argument.hasSuffix(".yml") else {
                 return .named(argument)
             }
-            guard let data = FileManager.default.contents(atPath: argument) else {
-                guard argument.contains("/") else { return .named(argument) }
-                throw ValidationError("cannot read the profile file \(argument)")
-            }
-            let path = argument.hasPrefix("/") ? argument : FileManager.default.currentDirectoryPath + "/" + argument
-            return .file(ProfileDefinition(yaml: String(decoding: data, as: UTF8.self), source: URL(fileURLWithPath: path).standardized.path))
+            guard FileManager.default.isReadableFile(atPath: argument) || argument.contains("/") else { return .named(argument) }
+            return .file(try definition(fromFile: argument))
         }
+    }
+
+    /// A profile file's text, to be parsed by the daemon, named by its absolute path.
+    static func definition(fromFile argument: String) throws -> ProfileDefinition {
+        guard let data = FileManager.default.contents(atPath: argument) else {
+            throw ValidationError("cannot read the profile file \(argument)")
+        }
+        let path = argument.hasPrefix("/") ? argument : FileManager.default.currentDirectoryPath + "/" + argument
+        return ProfileDefinition(yaml: String(decoding: data, as: UTF8.self), source: URL(fileURLWithPath: path).standardized.path)
     }
 
     var profile: String? {

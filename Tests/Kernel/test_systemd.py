@@ -33,7 +33,7 @@ from harness.systemd import (CONTROL_SOCKET, SERVICE, SOCKET, HostNamespace, Jou
 from harness.tc import qdiscs, same_as, snapshot, tree_text
 
 VM = "systemd"
-CHECKS = 40
+CHECKS = 46
 
 INTERFACE, PEER = "lcsd0", "lcsd1"
 #: What the service reads or writes for the tests: outside /tmp, which PrivateTmp= hides from it.
@@ -178,6 +178,61 @@ def test_capture_under_the_unit(check, stopped):
     check.equal("capture through the unit: exit 0, nothing said", (0, ""), (capture.returncode, said.strip()))
     requests = len(read_trace(trace_file).echoes("IPv6", "request", "out")) if trace_file.exists() else 0
     check.true("the trace holds the 3 pings sent out of the interface", requests == 3, requests, 3)
+
+
+@pytest.mark.checks(6)
+def test_profiles_saved_under_the_unit(check, stopped):
+    """`linkcond profile save` and `delete` through the units as shipped, the daemon searching its
+    default directories (/etc/linkcond/profiles, then the built-ins): a member of group linkcond
+    saves a profile, which the unit lets the daemon write (ReadWritePaths=) to
+    /etc/linkcond/profiles as the file it sent; it is listed as writable beside the read-only
+    built-ins and can be put in force; a user outside the group is refused and nothing changes;
+    a built-in cannot be replaced; deleting removes the file."""
+    directory = Path("/etc/linkcond/profiles")
+    made = not directory.exists()
+    directory.mkdir(parents=True, exist_ok=True)
+    saved = directory / "lab-phone.yaml"
+    text = "name: Lab Phone\ndescription: The lab's phone on 3G.\ndownlink: { bandwidth: 780kbit, delay: 150ms }\n"
+    source = Path("/tmp/lc-lab-phone.yaml")
+    source.write_text(text)
+    copy = Path("/tmp/lc-slow-net-copy.yaml")
+    copy.write_text("name: Slow Net\ndownlink: { delay: 1ms }\n")
+    # Later than test.conf: the daemon's own default directories, as installed.
+    stopped.dropin("zz-default-profiles.conf", f'[Service]\nEnvironment="LINKCONDD_OPTIONS=--interface {INTERFACE}"\n')
+    stopped.reload()
+    try:
+        started(stopped)
+        done = linkcond("profile", "save", str(source), argv_prefix=as_member([]))
+        check.equal("saved by a member of group linkcond: exit 0, the file holds what was sent",
+                    (0, text), (done.rc, saved.read_text() if saved.exists() else f"no {saved} ({done.describe()})"))
+        listing = linkcond("list", "--json")
+        try:
+            read_only = {p["name"]: p.get("readOnly", False) for p in json.loads(listing.out)["profiles"]}
+        except (ValueError, KeyError, TypeError):
+            read_only = {"unreadable": listing.describe()}
+        check.equal("listed: the saved one writable, a built-in read-only",
+                    {"Lab Phone": False, "Slow Net": True}, {k: v for k, v in read_only.items() if k in ("Lab Phone", "Slow Net", "unreadable")})
+        shaped_with("Lab Phone")
+        check.equal("the saved profile put in force", "Lab Phone", profile_now())
+        refused = linkcond("profile", "delete", "Lab Phone", argv_prefix=as_stranger([]))
+        check.true("delete as uid 65534 (not in group linkcond) refused, naming the group; the file stays",
+                   refused.rc not in (0, 124) and "group 'linkcond'" in refused.output and saved.exists(),
+                   f"exit {refused.rc}, {refused.err.strip()[:100]!r}, file {'kept' if saved.exists() else 'gone'}",
+                   "exit != 0 naming group 'linkcond', file kept")
+        replaced = linkcond("profile", "save", "--replace", str(copy))
+        check.true("a built-in is read-only, even with --replace", replaced.rc not in (0, 124) and "read-only" in replaced.output,
+                   f"exit {replaced.rc}, {replaced.err.strip()[:160]!r}", "exit != 0 saying read-only")
+        deleted = linkcond("profile", "delete", "lab-phone")
+        check.equal("deleted by root: exit 0, the file gone", (0, False), (deleted.rc, saved.exists()))
+    finally:
+        linkcond("off")
+        stopped.remove_dropin("zz-default-profiles.conf")
+        stopped.reload()
+        saved.unlink(missing_ok=True)
+        source.unlink(missing_ok=True)
+        copy.unlink(missing_ok=True)
+        if made:
+            run(["rm", "-rf", "/etc/linkcond"])
 
 
 # ---------------------------------------------------------------- stopping

@@ -48,7 +48,7 @@ enum TestDaemon {
     static func conditioner(
         kernel: FakeKernel, stateDirectory: String? = nil, historyFile: String? = nil,
         catalog: ProfileCatalog = ProfileCatalog(entries: profiles, problems: [problem]), profileDirectories: [String] = [],
-        eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next(), namespaces: FakeNamespaces? = nil,
+        profileFiles: ProfileFiles = ProfileFiles(directory: nil), eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next(), namespaces: FakeNamespaces? = nil,
         sandboxes: (any SandboxPlumbing & Sendable)? = nil, scenarios: ScenarioCatalog = ScenarioCatalog(),
         clock: WallClock = .system, resetter: FakeResetter? = nil
     ) -> Conditioner {
@@ -58,6 +58,7 @@ enum TestDaemon {
             planner: Planner(),
             catalog: catalog,
             profileDirectories: profileDirectories,
+            profileFiles: profileFiles,
             scenarios: scenarios,
             eventLoop: eventLoop,
             stateDirectory: stateDirectory,
