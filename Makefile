@@ -32,7 +32,7 @@ CXX_ARCHIVE := $(shell clang -print-file-name=libstdc++.a 2>/dev/null)
 RELEASE_FLAGS := -c release --static-swift-stdlib -Xswiftc -Osize $(if $(wildcard $(CXX_ARCHIVE)),-Xlinker -L$(STATIC_CXX))
 # A binary is rebuilt when a source changed since it was built (swift build then decides what
 # to compile); `make` after a build needs no toolchain at all.
-SWIFT_INPUTS := Package.swift $(shell find Sources Benchmarks -type f \( -name '*.swift' -o -name '*.[ch]' -o -name '*.modulemap' \) 2>/dev/null)
+SWIFT_INPUTS := Package.swift $(shell find Sources Benchmarks -type f \( -name '*.swift' -o -name '*.[ch]' -o -name '*.modulemap' -o -path '*/Assets/*' \) 2>/dev/null)
 build: $(addprefix $(RELEASE)/,$(PRODUCTS))
 
 $(RELEASE)/%: $(SWIFT_INPUTS)
@@ -110,6 +110,8 @@ install: $(GENERATED_STAMP)
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/linkcondd.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service
 	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service
 	install -m644 systemd/linkcondd.socket $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.socket
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/linkcond-console.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/linkcond-console.service
+	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/linkcond-console.service
 	install -Dm644 systemd/linkcond.sysusers $(DESTDIR)$(SYSUSERSDIR)/linkcond.conf
 	install -Dm644 systemd/linkcond.tmpfiles $(DESTDIR)$(TMPFILESDIR)/linkcond.conf
 	for tool in linkcond linkcondd; do \
@@ -130,12 +132,12 @@ install: $(GENERATED_STAMP)
 ## history in /var/lib/linkcond, and the linkcond group.
 uninstall:
 	if $(LIVE_SYSTEMD); then \
-		systemctl disable --now linkcondd.socket linkcondd.service 2>/dev/null || true; \
+		systemctl disable --now linkcond-console.service linkcondd.socket linkcondd.service 2>/dev/null || true; \
 		rm -rf /run/linkcond; \
 	fi
 	rm -f $(DESTDIR)$(BINDIR)/linkcondd $(DESTDIR)$(BINDIR)/linkcond
 	rm -rf $(DESTDIR)$(DATADIR)/linkcond
-	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.socket
+	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.service $(DESTDIR)$(SYSTEMDUNITDIR)/linkcondd.socket $(DESTDIR)$(SYSTEMDUNITDIR)/linkcond-console.service
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/linkcond.conf $(DESTDIR)$(TMPFILESDIR)/linkcond.conf
 	for tool in linkcond linkcondd; do \
 		rm -f $(DESTDIR)$(DATADIR)/bash-completion/completions/$$tool $(DESTDIR)$(ZSHCOMPDIR)/_$$tool \

@@ -161,10 +161,25 @@ let package = Package(
             ],
             path: "Benchmarks/linkcond-bench"
         ),
+        // The console in the browser (`linkcond console`): a small HTTP server for people's
+        // browsers in front of the control socket, its page built into the binary.
+        .target(
+            name: "Console",
+            dependencies: [
+                "LinkCondClient", "ControlAPI", "LinkCondVocabulary", "IPAddressText",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            resources: [
+                .embedInCode("Assets/index.html"), .embedInCode("Assets/console.js"), .embedInCode("Assets/console.css"),
+                .embedInCode("Assets/icon.svg"),
+            ]
+        ),
         .executableTarget(
             name: "linkcond",
             dependencies: [
-                "LinkCondClient", "ControlAPI", "CChildProcess", "NameMatching", "HostFacts", "Pcapng",
+                "Console", "LinkCondClient", "ControlAPI", "CChildProcess", "NameMatching", "HostFacts", "Pcapng",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -186,6 +201,10 @@ let package = Package(
         .testTarget(name: "FailuresTests", dependencies: ["Failures", "Shaping", "Profiles"]),
         .testTarget(name: "PcapngTests", dependencies: ["Pcapng"]),
         .testTarget(
+            name: "ConsoleTests",
+            dependencies: ["Console", "ControlAPI", "LinkCondClient", "LinkCondVocabulary", .product(name: "NIOHTTP1", package: "swift-nio")]
+        ),
+        .testTarget(
             name: "LinkCondDaemonTests",
             dependencies: [
                 "LinkCondDaemon", "Conditions", "ControlHTTP", "LinkCondClient", "LinkCondTesting", "ControlAPI", "Profiles", "Shaping", "ShapingTestSupport", "HostFacts", "Sandboxes", "Netlink", "Failures", "Capture",
@@ -203,7 +222,7 @@ let package = Package(
         .target(
             name: "LinkCondFuzzTargets",
             dependencies: [
-                "Conditions", "ControlHTTP", "Profiles", "ControlAPI", "Failures", "Pcapng",
+                "Conditions", "ControlHTTP", "Profiles", "ControlAPI", "Failures", "Pcapng", "Console",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -3,7 +3,9 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Console
 import ControlAPI
+import Dispatch
 import Conditions
 import Failures
 import ControlHTTP
@@ -35,6 +37,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case dns
     /// A packet trace (`linkcond run --capture` reads the one it was streamed), cut or not.
     case pcapng
+    /// Raw bytes from a browser (or anyone on the network) on the console's listener: NIO's
+    /// HTTP decoder and aggregator with the console's limits, then every route, as an operator
+    /// and not, from a device behind the gateway and from elsewhere.
+    case console
 
     public func run(_ bytes: [UInt8]) {
         switch self {
@@ -46,6 +52,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .history: Self.history(bytes)
         case .dns: Self.dns(bytes)
         case .pcapng: Self.pcapng(bytes)
+        case .console: Self.console(bytes)
         }
     }
 
@@ -76,6 +83,46 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             precondition(summary.peers.count <= TraceSummary.mostPeers + 1, "more peers than the summary keeps")
         }
     }
+
+    private static func console(_ bytes: [UInt8]) {
+        let channel = EmbeddedChannel()
+        let collector = FullRequestCollector()
+        do {
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+            try channel.pipeline.syncOperations.addHandler(NIOHTTPServerRequestAggregator(maxContentLength: ConsoleServer.Limits().maximumBody))
+            try channel.pipeline.syncOperations.addHandler(collector)
+        } catch {
+            return
+        }
+        let split = bytes.isEmpty ? 0 : Int(bytes[0]) % (bytes.count + 1)
+        for piece in [bytes[..<split], bytes[split...]] where channel.isActive {
+            _ = try? channel.writeInbound(ByteBuffer(bytes: piece))
+        }
+        _ = try? channel.finish(acceptAlreadyClosed: true)
+        guard !collector.requests.isEmpty else { return }
+        let requests = collector.requests
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            for (index, full) in requests.prefix(8).enumerated() {
+                let peer = ["192.168.50.11", "10.0.0.9", "::ffff:192.168.50.12"][index % 3]
+                let request = ConsoleRequest(
+                    method: full.head.method, uri: full.head.uri, headers: full.head.headers,
+                    body: full.body.map { Array($0.readableBytesView) } ?? [], peer: peer
+                )
+                let response = await consoleApp.respond(to: request)
+                precondition(response.headers["Content-Security-Policy"].count == 1, "an answer without its Content-Security-Policy")
+            }
+            done.signal()
+        }
+        done.wait()
+    }
+
+    /// A gateway's console over a daemon in memory, an operator's token issued (a fuzzed
+    /// request can sign in only by guessing it).
+    nonisolated(unsafe) static let consoleApp = ConsoleApp(
+        backend: RecordingBackend(conditions: ["eth0", "lan0@device=192.168.50.11"]), access: OperatorAccess(),
+        devices: DeviceScope(interface: "lo"), log: { _ in }
+    )
 
     private static func request(_ bytes: [UInt8]) {
         let channel = EmbeddedChannel()
@@ -169,5 +216,15 @@ private final class RequestCollector: ChannelInboundHandler, @unchecked Sendable
             if let current { requests.append(current) }
             current = nil
         }
+    }
+}
+
+/// Whole requests as the console's aggregator hands them on.
+private final class FullRequestCollector: ChannelInboundHandler {
+    typealias InboundIn = NIOHTTPServerRequestFull
+    var requests: [NIOHTTPServerRequestFull] = []
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if requests.count < 64 { requests.append(unwrapInboundIn(data)) }
     }
 }

@@ -26,7 +26,7 @@ struct LinkCond: AsyncParsableCommand {
         version: LinkCondVersion.current,
         subcommands: [
             List.self, Show.self, ProfileCommand.self, Activate.self, Off.self, Release.self, Status.self, Run.self,
-            Scenarios.self, Play.self, Next.self, Reset.self, Capture.self, History.self, Watch.self, Reload.self, Doctor.self,
+            Scenarios.self, Play.self, Next.self, Reset.self, Capture.self, History.self, Watch.self, Reload.self, ConsoleCommand.self, Doctor.self,
         ]
     )
 

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -27,13 +28,13 @@ import pytest
 from harness.checks import minus
 from harness.packet_traces import read_trace
 from harness.probes import ProbeServer
-from harness.system import BIN, HARNESS, SYSTEM_PYTHON, HarnessError, as_member, as_stranger, run, spawn, stop, wait_until
-from harness.systemd import (CONTROL_SOCKET, SERVICE, SOCKET, HostNamespace, Journal, TestUnits, answers,
+from harness.system import BIN, HARNESS, REPO, SYSTEM_PYTHON, HarnessError, as_member, as_stranger, run, spawn, stop, wait_until
+from harness.systemd import (CONTROL_SOCKET, RUNTIME_UNITS, SERVICE, SOCKET, HostNamespace, Journal, TestUnits, answers,
                              linkcond, profile_now, prop, systemctl, veth, wait_state)
 from harness.tc import qdiscs, same_as, snapshot, tree_text
 
 VM = "systemd"
-CHECKS = 46
+CHECKS = 51
 
 INTERFACE, PEER = "lcsd0", "lcsd1"
 #: What the service reads or writes for the tests: outside /tmp, which PrivateTmp= hides from it.
@@ -233,6 +234,61 @@ def test_profiles_saved_under_the_unit(check, stopped):
         copy.unlink(missing_ok=True)
         if made:
             run(["rm", "-rf", "/etc/linkcond"])
+
+
+@pytest.mark.checks(5)
+def test_console_under_its_unit(check, stopped):
+    """linkcond-console.service as `make install` writes it: it runs as its own user in group
+    linkcond (systemd-sysusers made it), serves the page on 127.0.0.1:8053, hands root a token
+    on its token socket, and an operator signed in with it switches the daemon's condition
+    through it: the daemon takes the console's user as one who may change conditions."""
+    import http.client
+    unit = RUNTIME_UNITS / "linkcond-console.service"
+    unit.write_text((REPO / "systemd" / "linkcond-console.service.in").read_text().replace("@BINDIR@", str(BIN)))
+    systemctl("daemon-reload").ok()
+
+    def request(method: str, path: str, body: dict | None = None, headers: dict | None = None) -> tuple[int, dict, dict]:
+        connection = http.client.HTTPConnection("127.0.0.1", 8053, timeout=30)
+        connection.request(method, path, body=json.dumps(body) if body is not None else None,
+                           headers={"Content-Type": "application/json", "Host": "127.0.0.1:8053", **(headers or {})})
+        answer = connection.getresponse()
+        raw = answer.read()
+        connection.close()
+        try:
+            return answer.status, json.loads(raw), dict(answer.getheaders())
+        except ValueError:
+            return answer.status, {"raw": raw[:80].decode(errors="replace")}, dict(answer.getheaders())
+
+    try:
+        started(stopped)
+        systemctl("start", "linkcond-console.service").ok()
+        def listening() -> bool:
+            try:
+                socket.create_connection(("127.0.0.1", 8053), timeout=2).close()
+                return True
+            except OSError:
+                return False
+        serving = wait_until(listening, 60)
+        page = request("GET", "/") if serving else (0, {}, {})
+        check.equal("the unit serves the page on 127.0.0.1:8053", 200, page[0])
+        user = prop("User", "linkcond-console.service")
+        main_pid = prop("MainPID", "linkcond-console.service")
+        owner = run(["ps", "-o", "user:32=,group:32=", "-p", main_pid]).out.split()
+        check.equal("it runs as linkcond-console in group linkcond", ["linkcond-console", "linkcond"], owner or [user])
+        token = linkcond("console", "token", "--token-socket", "/run/linkcond-console/token.sock", "--for", "5m")
+        check.true("root gets a token on its token socket", token.rc == 0 and token.out.strip().startswith("lct_"),
+                   token.describe(), "exit 0, lct_...")
+        status, session, headers = request("POST", "/api/sign-in", {"token": token.out.strip()})
+        cookie = headers.get("Set-Cookie", "").split(";", 1)[0]
+        changed = request("PUT", "/api/conditions/" + INTERFACE, {"profile": "Slow Net"},
+                          {"Cookie": cookie, "X-CSRF-Token": session.get("csrf", "")})
+        check.equal("an operator signed in through it puts Slow Net in force (200)", (200, 200), (status, changed[0]))
+        check.equal("the daemon has it", "Slow Net", profile_now())
+    finally:
+        systemctl("stop", "linkcond-console.service", timeout=60)
+        unit.unlink(missing_ok=True)
+        systemctl("daemon-reload")
+        linkcond("off")
 
 
 # ---------------------------------------------------------------- stopping
