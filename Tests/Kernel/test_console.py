@@ -41,7 +41,7 @@ from harness.probes import udp_target
 from harness.system import BIN, KERNEL_TESTS, REPO, HarnessError, spawn, stop, wait_until
 from harness.tc import Device, tc
 
-CHECKS = 17 + 8 + 10
+CHECKS = 17 + 8 + 12
 
 PORT = 8053
 #: Beside the VM's logs, the one directory of the host the guest writes to.
@@ -298,7 +298,7 @@ def gateway(topo, server) -> Gateway:
     return build_gateway(topo, server)
 
 
-@pytest.mark.checks(10)
+@pytest.mark.checks(12)
 def test_devices_behind_a_gateway(check, gateway, topo, work, profiles, linkcondd):
     """The daemon and the console on the router, as on a real gateway (the console's port exempt
     from shaping): device 1 opens the console in its browser and puts itself on a profile with
@@ -316,8 +316,10 @@ def test_devices_behind_a_gateway(check, gateway, topo, work, profiles, linkcond
         url = f"http://{lan_address}:{PORT}/"
         first_id, second_id = f"{gateway.lan}@device={first.v4}", f"{gateway.lan}@device={second.v4}"
         visit = subprocess.run(first.namespace.argv(sys.executable, "-m", "harness.browser", "device", "--url", url, "--profile", DEVICE_PROFILE,
-                                                    "--other", quote(second_id, safe=""), "--shot", str(SHOTS / "phone-device.png")),
+                                                    "--other", quote(second_id, safe=""), "--shot", str(SHOTS / "phone-device.png"),
+                                                    "--traffic", gateway.server4),
                                cwd=KERNEL_TESTS, capture_output=True, text=True, timeout=400)
+        (SHOTS / "device-visit.log").write_text(visit.stdout + visit.stderr)
         try:
             seen = json.loads(visit.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
@@ -362,6 +364,10 @@ def test_devices_behind_a_gateway(check, gateway, topo, work, profiles, linkcond
         check.equal("an operator, signed in, switches device 1 off", ("200", "off"),
                     (changed.out.strip().splitlines()[-1], profile_in_force(router, "--interface", gateway.lan, "--device", first.v4)))
         check.equal("the device's page on its phone-size screen: nothing scrolls sideways", 0, seen.get("overflow"))
+        check.true("its condition on and the device idle, the page says none of its traffic passes the gateway (15 s on)",
+                   seen.get("quiet_said") and 15 <= seen.get("quiet_after", 0) <= 25 and "bypasses the gateway" in seen.get("quiet_text", ""),
+                   (seen.get("quiet_said"), seen.get("quiet_after"), seen.get("quiet_text", "")[:80]), "said after 15 to 25 s")
+        check.true("... and takes it back once the device's traffic flows", seen.get("traffic_cleared"), seen.get("traffic_cleared"), "cleared")
         check.true("the device's phone-size screenshot", (SHOTS / "phone-device.png").exists() and (SHOTS / "phone-device.png").stat().st_size > 5_000,
                    (SHOTS / "phone-device.png").exists(), "taken")
     finally:

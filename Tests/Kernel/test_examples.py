@@ -33,7 +33,7 @@ PAGES = examples.pages()
 RUNNABLE_PAGES = [page for page in PAGES if examples.runnable(page)]
 QUICK_START = "Quick start"
 # One per page, two per page with examples, three for the quick start, four for the Swift example.
-CHECKS = 30
+CHECKS = 31
 
 WWW = "lc-www"
 #: Built into this checkout's own build directory (`--scratch-path .build`), where it shares the

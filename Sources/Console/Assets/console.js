@@ -4,6 +4,8 @@
 "use strict";
 
 const KEPT = 180; // samples per graph: three minutes at one a second
+const QUIET_MS = 15000; // a device's condition on, and none of its packets through the gateway for this long
+const quiet = { packets: null, since: 0 };
 const state = { session: null, profiles: [], conditions: [], stats: {}, series: {}, cards: {}, editing: null };
 
 const $ = (id) => document.getElementById(id);
@@ -104,6 +106,25 @@ function renderDevice() {
   $("device-state").textContent = mine && mine.active
     ? `This device is on ${mine.profile ? mine.profile.name : "a condition"} (${mine.profile ? mine.profile.summary : ""}).`
     : "This device has no condition: its network is as it is.";
+}
+
+/// A device whose condition is on but whose packets do not pass through the gateway (the
+/// console's own port is exempt from shaping, so the page's requests do not count): said
+/// plainly, as its traffic may be bypassing the gateway (mobile data, another router).
+function watchDeviceTraffic() {
+  const note = $("device-bypass");
+  const device = state.session && state.session.device;
+  const mine = device && device.condition ? state.conditions.find((c) => c.id === device.condition) : null;
+  const traffic = mine && mine.active ? state.stats[device.condition] : null;
+  if (!traffic) { quiet.packets = null; note.hidden = true; return; }
+  const packets = (traffic.uplink ? traffic.uplink.packets : 0) + (traffic.downlink ? traffic.downlink.packets : 0);
+  const now = Date.now();
+  if (packets !== quiet.packets) { quiet.packets = packets; quiet.since = now; note.hidden = true; return; }
+  if (now - quiet.since < QUIET_MS) return;
+  note.textContent = `None of this device's traffic has passed through this gateway for ${Math.round((now - quiet.since) / 1000)} s, ` +
+    "so its condition has had nothing to act on. If it is using the network now, its traffic bypasses the gateway: " +
+    "check that it is on this gateway's Wi-Fi, with mobile data off, and that its router is this machine.";
+  note.hidden = false;
 }
 
 async function setDevice(event) {
@@ -376,6 +397,7 @@ async function refreshHistory() {
 async function tick() {
   await refreshStats();
   await refreshConditions();
+  watchDeviceTraffic();
 }
 
 document.addEventListener("DOMContentLoaded", async () => {

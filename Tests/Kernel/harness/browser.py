@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
@@ -25,10 +28,14 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 DESKTOP, PHONE = (1280, 900), (390, 844)
 
 
-def chrome(size: tuple[int, int] = DESKTOP) -> webdriver.Chrome:
+def chrome(size: tuple[int, int] = DESKTOP, only_host: str | None = None) -> webdriver.Chrome:
     """Headless Chromium as root in a VM: no sandbox (root), no GPU, its profile in a fresh
-    directory, /dev/shm not relied on (small under User-mode Linux)."""
+    directory, /dev/shm not relied on (small under User-mode Linux). With ONLY_HOST, every other
+    name fails at once, unasked: Chromium's own services (accounts, updates, autofill) look up
+    names every few seconds, traffic a device's page would count as the device's."""
     options = Options()
+    if only_host:
+        options.add_argument(f"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {only_host}")
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      "--no-first-run", "--disable-extensions", "--disable-background-networking",
                      f"--user-data-dir={tempfile.mkdtemp(prefix='lc-chrome-')}", f"--window-size={size[0]},{size[1]}"):
@@ -84,12 +91,22 @@ def fetch(driver, method: str, path: str, body=None) -> dict:
     """, method, path, body)
 
 
+def send_datagrams(host: str, seconds: float) -> None:
+    """Ten datagrams a second to HOST's echo port (the probe server's) for SECONDS."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as sender:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            sender.sendto(b"linkcond console test", (host, 7))
+            time.sleep(0.1)
+
+
 def device_visit(args) -> dict:
     """A device opens the console, reads what it says of itself, and (with --profile) puts
     itself on that profile with the page's own picker; then it tries to change --other's
     condition from its page. What each step saw."""
     seen: dict = {}
-    driver = chrome(PHONE)
+    driver = chrome(PHONE, only_host=urlsplit(args.url).hostname)
     try:
         driver.get(args.url)
         seen["device_shown"] = bool(wait_for(lambda: driver.find_element(By.ID, "device").is_displayed() and text(driver, "who") != "Loading…"))
@@ -99,11 +116,22 @@ def device_visit(args) -> dict:
             wait_for(lambda: len(Select(driver.find_element(By.ID, "device-profile")).options) > 1)
             Select(driver.find_element(By.ID, "device-profile")).select_by_visible_text(args.profile)
             driver.find_element(By.CSS_SELECTOR, "#device-form button[type=submit]").click()
+            applied = time.monotonic()
             seen["state"] = wait_for(lambda: args.profile in text(driver, "device-state") and text(driver, "device-state"), 60) or text(driver, "device-state")
         if args.shot:
             time.sleep(1.5)
             driver.save_screenshot(args.shot)
         seen["overflow"] = overflow(driver)
+        if args.traffic and args.profile:
+            # Idle, the page says none of the device's traffic passes the gateway; with traffic, it stops.
+            shown = lambda: driver.find_element(By.ID, "device-bypass").is_displayed()
+            seen["quiet_said"] = bool(wait_for(shown, 40))
+            seen["quiet_after"] = round(time.monotonic() - applied, 1)
+            seen["quiet_text"] = text(driver, "device-bypass")
+            sender = threading.Thread(target=send_datagrams, args=(args.traffic, 10.0), daemon=True)
+            sender.start()
+            seen["traffic_cleared"] = bool(wait_for(lambda: not shown(), 20))
+            sender.join()
         if args.other:
             seen["other"] = fetch(driver, "PUT", "/api/conditions/" + args.other, {"profile": args.profile or "Slow Net"})
         seen["notice"] = text(driver, "notice")
@@ -120,6 +148,7 @@ def main() -> None:
     device.add_argument("--profile")
     device.add_argument("--other", help="another device's condition id (percent-encoded) to try to change")
     device.add_argument("--shot", help="a screenshot's path (phone size)")
+    device.add_argument("--traffic", help="after applying: wait for the page to say no traffic passes, then send some to this host's echo port")
     args = parser.parse_args()
     print(json.dumps(device_visit(args)))
 
