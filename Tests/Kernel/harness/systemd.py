@@ -322,12 +322,15 @@ def package_status() -> str:
 
 def bare_machine() -> None:
     """No linkcond at all: the package purged, `make install`'s files gone, no state, settings,
-    group or units left (the harness makes the group for other modules at its start)."""
+    group, console user or units left (the harness makes the group for other modules at its start)."""
     if package_status() not in ("", "unknown ok not-installed"):
         run(["dpkg", "--purge", "linkcond"], timeout=600).ok()
     if os.path.lexists(f"{PREFIX}/bin/linkcondd") or os.path.lexists(f"{PREFIX}/lib/systemd/system/{SERVICE}"):
         run(["make", "-C", REPO, "--no-print-directory", "uninstall"], timeout=300).ok()
     run(["rm", "-rf", *KEPT_BY_UNINSTALL, "/run/linkcond"]).ok()
+    # The console's user first: a group cannot go while it is a user's primary group.
+    if run(["getent", "passwd", "linkcond-console"]).rc == 0:
+        run(["userdel", "linkcond-console"]).ok()
     if group_exists():
         run(["groupdel", "linkcond"]).ok()
     systemctl("daemon-reload").ok()
