@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import socket
 import sys
 import tempfile
@@ -34,17 +35,21 @@ def chrome(size: tuple[int, int] = DESKTOP, only_host: str | None = None) -> web
     name fails at once, unasked: Chromium's own services (accounts, updates, autofill) look up
     names every few seconds, traffic a device's page would count as the device's."""
     options = Options()
+    profile = tempfile.mkdtemp(prefix="lc-chrome-")
     if only_host:
         options.add_argument(f"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {only_host}")
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      "--no-first-run", "--disable-extensions", "--disable-background-networking",
-                     f"--user-data-dir={tempfile.mkdtemp(prefix='lc-chrome-')}", f"--window-size={size[0]},{size[1]}"):
+                     f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}"):
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(120)
     driver.set_script_timeout(60)
     if size == PHONE:
         as_phone(driver)
+    # Chromium's profile goes with it.
+    quit_browser = driver.quit
+    driver.quit = lambda: (quit_browser(), shutil.rmtree(profile, ignore_errors=True))
     return driver
 
 
