@@ -286,12 +286,8 @@ public struct ConsoleApp: Sendable {
 }
 
 /// Text from a request, safe for a message: control characters escaped, cut short.
-func printable(_ text: String, limit: Int = 80) -> String {
-    var shown = ""
-    for scalar in text.unicodeScalars.prefix(limit) {
-        shown += scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)
-    }
-    return text.unicodeScalars.count > limit ? shown + "..." : shown
+func printable(_ text: String) -> String {
+    printableText(text, limit: 80)
 }
 
 /// `PUT /api/conditions/{id}`.

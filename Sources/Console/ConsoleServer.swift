@@ -1,4 +1,5 @@
 import Glibc
+import LinkCondVocabulary
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -126,30 +127,23 @@ public struct ConsoleToken: Codable, Sendable {
     public var seconds: Int
 }
 
-/// `POST /token?for=DURATION` on the token socket: a new operator token.
+/// `POST /token?for=DURATION` on the token socket: a new operator token, for as long as a lease
+/// may last (a week at most), read as a lease's duration is.
 enum TokenEndpoint {
-    static let longest = 7 * 24 * 3600
-
     static func respond(to request: ConsoleRequest, tokens: OperatorAccess) -> ConsoleResponse {
         guard request.method == .POST, request.path == "/token" else {
             return ConsoleError(.notFound, "the token socket answers POST /token?for=1h alone").response
         }
-        guard let seconds = seconds(request.query["for"] ?? "1h"), seconds > 0, seconds <= longest else {
+        guard let seconds = seconds(request.query["for"] ?? "1h") else {
             return ConsoleError(.badRequest, "for must be a duration from 1s to 7d: 30m, 1h, 7d").response
         }
         let token = tokens.issueToken(for: .seconds(seconds))
         return ConsoleApp.json(ConsoleToken(token: token, seconds: seconds))
     }
 
-    /// `90s`, `30m`, `1h`, `7d` in seconds.
+    /// `90s`, `30m`, `1h`, `7d` in whole seconds; nil for less than a second or more than a week.
     static func seconds(_ text: String) -> Int? {
-        guard let unit = text.last, let number = Int(text.dropLast()), number >= 0, number <= longest else { return nil }
-        switch unit {
-        case "s": return number
-        case "m": return number * 60
-        case "h": return number * 3600
-        case "d": return number * 86400
-        default: return nil
-        }
+        guard let duration = try? LeaseDuration(parsing: text), duration.milliseconds >= 1000 else { return nil }
+        return Int(duration.milliseconds / 1000)
     }
 }

@@ -272,11 +272,7 @@ package enum APICall: Sendable, Equatable {
     /// Text from the request, safe to put in a message or a log line: control characters
     /// escaped, and cut to a readable length.
     package static func printable(_ text: String, limit: Int = 120) -> String {
-        var shown = ""
-        for scalar in text.unicodeScalars.prefix(limit) {
-            shown += scalar.properties.generalCategory == .control ? scalar.escaped(asASCII: true) : String(scalar)
-        }
-        return text.unicodeScalars.count > limit ? shown + "..." : shown
+        printableText(text, limit: limit)
     }
 }
 
