@@ -11,9 +11,10 @@ public struct FailureRuleset: Hashable, Sendable {
     public var table: String
     /// The rules of each chain, in order: exemptions first, then each condition's.
     public var chains: [Hook: [String]]
-    /// The netfilter queues the table hands DNS queries to, each with the failure linkcondd's
-    /// responder answers them with: one queue per distinct failure in the namespace.
-    public var dnsQueues: [UInt16: DNSFailure] = [:]
+    /// The netfilter queues the table hands packets to, each with what linkcondd's responder
+    /// does with them: one queue per distinct DNS failure in the namespace, and one for
+    /// Offline's connection attempts.
+    public var queues: [UInt16: QueueDuty] = [:]
 
     /// The netfilter hooks the table uses: what a target's apps send passes `output` (or, for
     /// a device behind this machine, `input` and `forward`), what they receive `input`.
@@ -22,9 +23,30 @@ public struct FailureRuleset: Hashable, Sendable {
         /// The output hook's route chain, where a datagram an app sends offline is marked so that
         /// routing it again finds `unreachableRule`: the app's `send` fails with ENETUNREACH.
         case route
+        /// After the filter chain of the same hook: where the packets a failure held in
+        /// `holdQueue` are rejected once linkcondd lets them on (or at once, when no linkcondd
+        /// listens). Their rules repeat the filter chain's choices in the same order, so that a
+        /// packet another condition let pass passes here too.
+        case inputAfterHold = "input_after_hold", forwardAfterHold = "forward_after_hold", outputAfterHold = "output_after_hold"
 
         var chainType: String {
-            self == .route ? "type route hook output priority mangle" : "type filter hook \(rawValue) priority filter - 10"
+            switch self {
+            case .route: "type route hook output priority mangle"
+            case .input, .forward, .output: "type filter hook \(rawValue) priority filter - 10"
+            case .inputAfterHold: "type filter hook input priority filter + 10"
+            case .forwardAfterHold: "type filter hook forward priority filter + 10"
+            case .outputAfterHold: "type filter hook output priority filter + 10"
+            }
+        }
+
+        /// The chain where what this one held is rejected.
+        var afterHold: Hook? {
+            switch self {
+            case .input: .inputAfterHold
+            case .forward: .forwardAfterHold
+            case .output: .outputAfterHold
+            case .route, .inputAfterHold, .forwardAfterHold, .outputAfterHold: nil
+            }
         }
     }
 
@@ -32,6 +54,10 @@ public struct FailureRuleset: Hashable, Sendable {
     /// policy rule that says so, ahead of every table but the local one.
     public static let unreachableMark: UInt32 = 0x6C63_0001
     public static let unreachableRulePriority: UInt32 = 1
+
+    /// The queue where failures hold what they reject with an ICMP error
+    /// (`QueueDuty.holdBeforeRejection`): 0x6bff, beside the DNS queues, the same in every table.
+    public static let holdQueue: UInt16 = 0x6BFF
 
     /// The queue of `failure`'s queries: numbers 0x6c00 to 0x6fff ("lc"), the same for the same
     /// failure in every table of a namespace, so that a queue means one answer.
@@ -112,18 +138,24 @@ extension Planner {
             )
         }
         var chains: [FailureRuleset.Hook: [String]] = [:]
-        var dnsQueues: [UInt16: DNSFailure] = [:]
+        var queues: [UInt16: QueueDuty] = [:]
         func queue(for failure: DNSFailure) throws(ShapingError) -> UInt16 {
             let number = FailureRuleset.dnsQueue(for: failure)
-            if let other = dnsQueues[number], other != failure {
+            if let other = queues[number], other != .answerDNS(failure) {
                 throw ShapingError(code: .kernelRefused, message: "the DNS failures '\(other)' and '\(failure)' on \(target.interface) would share netfilter queue \(number); give one of them another list of names")
             }
-            dnsQueues[number] = failure
+            queues[number] = .answerDNS(failure)
             return number
         }
         func add(_ rules: [String], to hooks: [FailureRuleset.Hook]) {
             guard !rules.isEmpty else { return }
             for hook in hooks { chains[hook, default: failureExemptions()] += rules }
+        }
+        // What the chains after the hold do, condition by condition in the same order: a failing
+        // one's held packets rejected, any other's let pass.
+        var afterHold: [(rules: [String], hooks: [FailureRuleset.Hook])] = []
+        func addAfterHold(_ rules: [String], after hooks: [FailureRuleset.Hook]) {
+            afterHold.append((rules, hooks.compactMap(\.afterHold)))
         }
         // Most specific first, as the tc filters rank them: a peer's own condition governs its
         // packets, failing or not, before a wider one's failure.
@@ -152,10 +184,12 @@ extension Planner {
             guard let failure = condition.profile.failure else {
                 add(sending.map { "\($0.text) accept" }, to: sendingHooks + (match.isDevice ? [] : [.route]))
                 add(receiving.map { "\($0.text) accept" }, to: receivingHooks)
+                addAfterHold(sending.map { "\($0.text) accept" }, after: sendingHooks)
                 continue
             }
             let tag = FailureRuleset.tag(of: condition.slot)
             add(sending.flatMap { Self.refusals(failure, of: $0, tag: tag) }, to: sendingHooks)
+            addAfterHold(sending.flatMap { Self.heldRejections(failure, of: $0) }, after: sendingHooks)
             if failure == .offline && !match.isDevice {
                 add(sending.compactMap { Self.unroutable($0, tag: tag) }, to: [.route])
             }
@@ -171,12 +205,17 @@ extension Planner {
             let tag = FailureRuleset.tag(of: nil)
             let selector = Selector(text: "oifname \(device)", transport: nil)
             add(Self.refusals(failure, of: selector, tag: tag), to: [.output, .forward])
+            addAfterHold(Self.heldRejections(failure, of: selector), after: [.output, .forward])
             if failure == .offline {
                 add([Self.unroutable(selector, tag: tag)].compactMap { $0 }, to: [.route])
                 add(["iifname \(device) counter drop comment \"\(tag)\""], to: [.input, .forward])
             }
         }
-        return FailureRuleset(table: FailureRuleset.tableName(for: target.interface), chains: chains, dnsQueues: dnsQueues)
+        if chains.values.contains(where: { $0.contains { $0.contains(" queue flags bypass to \(FailureRuleset.holdQueue) ") } }) {
+            queues[FailureRuleset.holdQueue] = .holdBeforeRejection
+            for (rules, hooks) in afterHold { add(rules, to: hooks) }
+        }
+        return FailureRuleset(table: FailureRuleset.tableName(for: target.interface), chains: chains, queues: queues)
     }
 
     /// What a chain lets pass before any failure: the exemptions from shaping (SSH, the
@@ -221,19 +260,22 @@ extension Planner {
 
     /// The rules that fail what an app sends through `selector`.
     ///
-    /// Offline answers a connection's SYN with "network unreachable" (a connecting socket gives
-    /// up on it at once), an established connection's segment with a reset (the app's next
+    /// Offline holds a connection's SYN in `holdQueue`, to be answered with "network
+    /// unreachable" after the hold (`heldRejections`: the connecting socket gives up on it
+    /// at once), an established connection's segment with a reset (the app's next
     /// call fails), a datagram with an unreachable (IPv4's net-prohibited, which the kernel hands
     /// to a connected UDP socket as ENETUNREACH; IPv6 has no such code, and its "no route" reaches
     /// only a socket that asks for errors, IPV6_RECVERR), and anything else with network
     /// unreachable. This machine's own datagrams are routed to the unreachable rule before they
-    /// get here (`unroutable`). Refuse answers TCP with
-    /// a reset (ECONNREFUSED to a SYN, ECONNRESET after) and UDP with port unreachable
-    /// (ECONNREFUSED); other protocols pass, as a host whose server is down still answers.
+    /// get here (`unroutable`). Refuse answers TCP with a reset (ECONNREFUSED to a SYN,
+    /// ECONNRESET after) and holds UDP, to be answered with port unreachable after the hold
+    /// (ECONNREFUSED to the app's next call; rejected in the same chain, the send itself would
+    /// fail with EPERM, as for any datagram a filter drops); other protocols pass, as a host
+    /// whose server is down still answers.
     static func refusals(_ failure: ConnectionFailure, of selector: Selector, tag: String) -> [String] {
         let verdicts: [String] = switch failure {
         case .offline: [
-            "meta l4proto tcp tcp flags & (syn | ack) == syn counter reject with icmpx type no-route",
+            "meta l4proto tcp tcp flags & (syn | ack) == syn counter queue flags bypass to \(FailureRuleset.holdQueue)",
             "meta l4proto tcp counter reject with tcp reset",
             "meta nfproto ipv4 meta l4proto udp counter reject with icmp type net-prohibited",
             "meta nfproto ipv6 meta l4proto udp counter reject with icmpv6 type no-route",
@@ -241,7 +283,7 @@ extension Planner {
         ]
         case .refuse: [
             "meta l4proto tcp counter reject with tcp reset",
-            "meta l4proto udp counter reject with icmpx type port-unreachable",
+            "meta l4proto udp counter queue flags bypass to \(FailureRuleset.holdQueue)",
         ]
         case .linkDown: []
         }
@@ -249,6 +291,18 @@ extension Planner {
         let relevant = selector.transport.map { transport in verdicts.filter { $0.contains("l4proto \(transport.rawValue)") } } ?? verdicts
         // Each counted, and named after its condition, so that what a failure refused is read per condition.
         return relevant.map { "\(selector.text) \($0) comment \"\(tag)\"" }
+    }
+
+    /// The rules after the hold that reject what `failure` held of `selector`'s packets: an
+    /// offline connection attempt with "no route" (ENETUNREACH), a datagram to a refused port
+    /// with "port unreachable" (ECONNREFUSED). Not counted: each was counted as it was held.
+    static func heldRejections(_ failure: ConnectionFailure, of selector: Selector) -> [String] {
+        let rules: [String] = switch failure {
+        case .offline: ["meta l4proto tcp tcp flags & (syn | ack) == syn reject with icmpx type no-route"]
+        case .refuse: ["meta l4proto udp reject with icmpx type port-unreachable"]
+        case .linkDown: []
+        }
+        return rules.filter { rule in selector.transport.map { rule.contains("l4proto \($0.rawValue)") } ?? true }.map { "\(selector.text) \($0)" }
     }
 
     /// The rules that fail the lookups sent through `selector`: each query over UDP goes to

@@ -30,11 +30,11 @@ extension NamespaceKernels {
 
 /// The real namespaces, through a socket made inside each for every call.
 public final class NetlinkNamespaces: NamespaceKernels {
-    private let dns: (any DNSFailureAnswering)?
+    private let responder: (any QueuedPacketAnswering)?
 
-    /// `dns` answers the DNS failures of every namespace's tables.
-    public init(dns: (any DNSFailureAnswering)? = nil) {
-        self.dns = dns
+    /// `responder` takes the queued packets of every namespace's tables.
+    public init(responder: (any QueuedPacketAnswering)? = nil) {
+        self.responder = responder
     }
 
     public func kernel(at path: String, identity: NamespaceIdentity) -> any TrafficControlKernel {
@@ -50,7 +50,7 @@ public final class NetlinkNamespaces: NamespaceKernels {
     }
 
     public func filter(at path: String, identity: NamespaceIdentity) -> (any PacketFilterKernel)? {
-        NFTablesKernel(namespaceAt: path, identity: identity, dns: dns)
+        NFTablesKernel(namespaceAt: path, identity: identity, responder: responder)
     }
 
     public func routeTables(at path: String) throws(NetlinkError) -> (ipv4: String, ipv6: String) {

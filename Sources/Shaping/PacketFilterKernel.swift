@@ -16,10 +16,10 @@ public protocol PacketFilterKernel: AnyObject {
     /// `FailureRuleset.unreachableMark` no route; adding rules already there, or removing rules
     /// already gone, is fine.
     func setUnreachableRules(_ present: Bool) throws(NetlinkError)
-    /// Makes linkcondd answer the DNS queries `table` queues (`FailureRuleset.dnsQueues`),
+    /// Makes linkcondd take the packets `table` queues (`FailureRuleset.queues`),
     /// replacing what it answered for that table before; empty stops. Returns what it was.
     @discardableResult
-    func answerDNS(_ queues: [UInt16: DNSFailure], forTable table: String) throws(NetlinkError) -> [UInt16: DNSFailure]
+    func answerQueues(_ queues: [UInt16: QueueDuty], forTable table: String) throws(NetlinkError) -> [UInt16: QueueDuty]
     /// Takes the link of `interface` down (`true`) as a Wi-Fi drop-out does, or brings it back:
     /// its carrier goes (its veth's other end, in the daemon's namespace, goes down) and this
     /// namespace stops using its routes (`ignore_routes_with_linkdown`, which marks it as
@@ -27,11 +27,11 @@ public protocol PacketFilterKernel: AnyObject {
     func setLinkDown(_ down: Bool, interface: String) throws(NetlinkError)
 }
 
-/// Answers the DNS queries of failure tables in every namespace: one responder for the daemon,
-/// which listens on the queues of each namespace a table uses (`Failures.DNSResponder`).
-public protocol DNSFailureAnswering: AnyObject, Sendable {
-    /// What `PacketFilterKernel.answerDNS` asks, for the namespace at `path` (`nil`: the daemon's own).
-    func answer(_ queues: [UInt16: DNSFailure], forTable table: String, inNamespaceAt path: String?, identity: NamespaceIdentity?) throws(NetlinkError) -> [UInt16: DNSFailure]
+/// Takes the packets failure tables queue in every namespace: one responder for the daemon,
+/// which listens on the queues of each namespace a table uses (`Failures.QueueResponder`).
+public protocol QueuedPacketAnswering: AnyObject, Sendable {
+    /// What `PacketFilterKernel.answerQueues` asks, for the namespace at `path` (`nil`: the daemon's own).
+    func answer(_ queues: [UInt16: QueueDuty], forTable table: String, inNamespaceAt path: String?, identity: NamespaceIdentity?) throws(NetlinkError) -> [UInt16: QueueDuty]
 }
 
 /// The kernel's nftables, through a libnftables context made for each call: in the daemon's own
@@ -39,10 +39,10 @@ public protocol DNSFailureAnswering: AnyObject, Sendable {
 /// is, so that nothing held keeps a container's namespace alive).
 public final class NFTablesKernel: PacketFilterKernel {
     private let namespace: (path: String, identity: NamespaceIdentity)?
-    private let dns: (any DNSFailureAnswering)?
+    private let responder: (any QueuedPacketAnswering)?
 
-    public init(namespaceAt path: String? = nil, identity: NamespaceIdentity? = nil, dns: (any DNSFailureAnswering)? = nil) {
-        self.dns = dns
+    public init(namespaceAt path: String? = nil, identity: NamespaceIdentity? = nil, responder: (any QueuedPacketAnswering)? = nil) {
+        self.responder = responder
         if let path, let identity {
             self.namespace = (path, identity)
         } else {
@@ -135,13 +135,13 @@ public final class NFTablesKernel: PacketFilterKernel {
         return try NetworkNamespaceFile(path: namespace.path, expected: namespace.identity)
     }
 
-    public func answerDNS(_ queues: [UInt16: DNSFailure], forTable table: String) throws(NetlinkError) -> [UInt16: DNSFailure] {
-        guard let dns else {
+    public func answerQueues(_ queues: [UInt16: QueueDuty], forTable table: String) throws(NetlinkError) -> [UInt16: QueueDuty] {
+        guard let responder else {
             guard queues.isEmpty else {
-                throw NetlinkError(code: .other, operation: "answer DNS queries", errno: ENOSYS, reason: "this linkcondd has no DNS responder")
+                throw NetlinkError(code: .other, operation: "take queued packets", errno: ENOSYS, reason: "this linkcondd has no queue responder")
             }
             return [:]
         }
-        return try dns.answer(queues, forTable: table, inNamespaceAt: namespace?.path, identity: namespace?.identity)
+        return try responder.answer(queues, forTable: table, inNamespaceAt: namespace?.path, identity: namespace?.identity)
     }
 }

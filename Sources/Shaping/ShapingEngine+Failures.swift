@@ -16,7 +16,7 @@ extension ShapingEngine {
         guard let rules else {
             // Removed only where it is: a kernel without nftables' inet family (User-mode
             // Linux's) has no table to remove, and must not be asked to make one.
-            stopAnsweringDNS(for: table)
+            stopAnsweringQueues(for: table)
             guard filter.isLoaded, let tables = try? failureTables(), tables.contains(table) else { return }
             logger.debug("nftables: remove table inet \(table)")
             do {
@@ -28,17 +28,17 @@ extension ShapingEngine {
             return
         }
         // The responder listens before the table queues anything to it.
-        let answered: [UInt16: DNSFailure]
+        let answered: [UInt16: QueueDuty]
         do {
-            answered = try filter.answerDNS(rules.dnsQueues, forTable: table)
+            answered = try filter.answerQueues(rules.queues, forTable: table)
         } catch {
-            throw ShapingError(code: .kernelRefused, message: "cannot answer the DNS queries of \(target.interface)'s failure (netfilter queues \(rules.dnsQueues.keys.sorted())): \(error.reason)", netlink: error)
+            throw ShapingError(code: .kernelRefused, message: "cannot take the queued packets of \(target.interface)'s failure (netfilter queues \(rules.queues.keys.sorted())): \(error.reason)", netlink: error)
         }
         do {
             logger.debug("nftables: write table inet \(table)")
             try filter.run(rules.commands)
         } catch {
-            _ = try? filter.answerDNS(answered, forTable: table)
+            _ = try? filter.answerQueues(answered, forTable: table)
             throw ShapingError(failureRulesOn: target, table: table, removing: false, refusal: error)
         }
         guard rules.needsUnreachableRule else { return }
@@ -67,11 +67,11 @@ extension ShapingEngine {
     }
 
     /// The responder stops answering for `table`, whose rules no longer queue anything.
-    private func stopAnsweringDNS(for table: String) {
+    private func stopAnsweringQueues(for table: String) {
         do {
-            try filter?.answerDNS([:], forTable: table)
+            try filter?.answerQueues([:], forTable: table)
         } catch {
-            logger.warning("cannot stop answering the DNS queries of table inet \(table): \(error)")
+            logger.warning("cannot stop taking the queued packets of table inet \(table): \(error)")
         }
     }
 
@@ -120,7 +120,7 @@ extension ShapingEngine {
         } catch {
             throw ShapingError(code: .kernelRefused, message: "cannot remove the nftables table inet \(table): \(error.reason)", netlink: error)
         }
-        stopAnsweringDNS(for: table)
+        stopAnsweringQueues(for: table)
         removeUnreachableRulesIfUnused()
     }
 

@@ -146,9 +146,9 @@ struct DaemonCommand: ParsableCommand {
             faultInjection: enableFaultInjection,
             metricsListen: try metricsListen.map(SocketSource.metricsListener(parsing:))
         )
-        let dns = DNSResponder(logger: logger)
+        let responder = QueueResponder(logger: logger)
         return try await LinkCondDaemon(
-            configuration: configuration, kernel: try openKernel(), filter: NFTablesKernel(dns: dns), namespaces: NetlinkNamespaces(dns: dns),
+            configuration: configuration, kernel: try openKernel(), filter: NFTablesKernel(responder: responder), namespaces: NetlinkNamespaces(responder: responder),
             sandboxes: sandboxPlumbing(interface: interface), resetter: KernelConnectionResetter(),
             group: MultiThreadedEventLoopGroup.singleton, logger: logger
         )

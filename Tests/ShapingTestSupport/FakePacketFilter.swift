@@ -12,7 +12,7 @@ public final class FakePacketFilter: PacketFilterKernel, @unchecked Sendable {
     private var _refusal: (@Sendable (String) -> NetlinkError?)?
     private var _listing = ""
     private var _unreachableRules = false
-    private var _answered: [String: [UInt16: DNSFailure]] = [:]
+    private var _answered: [String: [UInt16: QueueDuty]] = [:]
     private var _downLinks: Set<String> = []
     private var _linkRefusal: NetlinkError?
 
@@ -60,10 +60,10 @@ public final class FakePacketFilter: PacketFilterKernel, @unchecked Sendable {
         if let refusal { throw refusal }
     }
 
-    /// The DNS queues the responder answers, by table.
-    public var answered: [String: [UInt16: DNSFailure]] { lock.withLock { _answered } }
+    /// The queues the responder takes, by table.
+    public var answered: [String: [UInt16: QueueDuty]] { lock.withLock { _answered } }
 
-    public func answerDNS(_ queues: [UInt16: DNSFailure], forTable table: String) throws(NetlinkError) -> [UInt16: DNSFailure] {
+    public func answerQueues(_ queues: [UInt16: QueueDuty], forTable table: String) throws(NetlinkError) -> [UInt16: QueueDuty] {
         lock.withLock {
             let previous = _answered[table] ?? [:]
             _answered[table] = queues.isEmpty ? nil : queues

@@ -27,7 +27,7 @@ struct FailureRulesetTests {
         #expect(rules.table == "linkcond_failures_eth0")
         let output = try #require(rules.chains[.output])
         #expect(output.first == "tcp dport 22 accept")
-        #expect(output.contains(#"oifname "eth0" meta l4proto tcp tcp flags & (syn | ack) == syn counter reject with icmpx type no-route comment "whole""#))
+        #expect(output.contains(#"oifname "eth0" meta l4proto tcp tcp flags & (syn | ack) == syn counter queue flags bypass to 27647 comment "whole""#))
         #expect(output.contains(#"oifname "eth0" meta l4proto tcp counter reject with tcp reset comment "whole""#))
         #expect(output.contains(#"oifname "eth0" meta nfproto ipv4 meta l4proto udp counter reject with icmp type net-prohibited comment "whole""#))
         #expect(output.last == #"oifname "eth0" counter reject with icmpx type no-route comment "whole""#)
@@ -39,6 +39,36 @@ struct FailureRulesetTests {
             #expect(chain[..<firstFailure].contains("tcp sport 22 accept"))
             #expect(chain[..<firstFailure].contains { $0.hasPrefix("icmpv6 type { nd-router-solicit") })
         }
+    }
+
+    @Test("offline holds a connection attempt in linkcondd's queue, then rejects it in the chain after, where other conditions' attempts pass as before")
+    func heldConnectionAttempts() throws {
+        let shaped = MatchedCondition(slot: 1, match: MatchPlanTests.peer("10.0.0.5"), profile: Fixtures.nastyNet)
+        let rules = try #require(try Self.rules(whole: Self.offline, [shaped]))
+        #expect(rules.queues == [FailureRuleset.holdQueue: .holdBeforeRejection])
+        let syn = "meta l4proto tcp tcp flags & (syn | ack) == syn"
+        for hook in [FailureRuleset.Hook.output, .forward] {
+            let afterHook = try #require(hook.afterHold)
+            let after = try #require(rules.chains[afterHook])
+            #expect(after.first == "tcp dport 22 accept")
+            #expect(Array(after.suffix(2)) == [#"oifname "eth0" ip daddr 10.0.0.5/32 accept"#, #"oifname "eth0" \#(syn) reject with icmpx type no-route"#])
+        }
+        #expect(rules.chains[.inputAfterHold] == nil)
+        #expect(rules.commands.contains("  chain output_after_hold {\n    type filter hook output priority filter + 10; policy accept;\n"))
+        // A peer offline for UDP alone holds nothing (its datagrams are unroutable); a peer's TCP
+        // port refused, nothing either (the reset reaches a held socket too).
+        let udp = MatchedCondition(slot: 3, match: MatchPlanTests.peer("10.0.0.5", port: 53, [.udp]), profile: Self.offline)
+        let datagrams = try #require(try Self.rules([udp]))
+        #expect(datagrams.queues.isEmpty && datagrams.chains[.outputAfterHold] == nil)
+        let tcp = MatchedCondition(slot: 4, match: MatchPlanTests.peer("10.0.0.5", port: 443, [.tcp]), profile: Self.serverDown)
+        let refused = try #require(try Self.rules([tcp]))
+        #expect(refused.queues.isEmpty && refused.chains[.outputAfterHold] == nil)
+        // A device's attempts are held where they arrive: input and forward.
+        let device = PeerMatch(networks: [try IPNetwork(parsing: "192.168.50.7")], port: nil, transports: [], text: "device", isDevice: true)
+        let devices = try #require(try Self.rules([MatchedCondition(slot: 2, match: device, profile: Self.offline)]))
+        #expect(devices.chains[.inputAfterHold]?.last == #"iifname "eth0" ip saddr 192.168.50.7/32 \#(syn) reject with icmpx type no-route"#)
+        #expect(devices.chains[.forwardAfterHold]?.last == devices.chains[.inputAfterHold]?.last)
+        #expect(devices.chains[.outputAfterHold] == nil)
     }
 
     @Test("offline marks an app's datagrams for the unreachable rule (its send fails with ENETUNREACH); refuse and devices do not, nor TCP")
@@ -63,8 +93,10 @@ struct FailureRulesetTests {
         let output = try #require(rules.chains[.output])
         #expect(output.filter { $0.contains("10.0.0.5") } == [
             #"oifname "eth0" ip daddr 10.0.0.5/32 tcp dport 443 meta l4proto tcp counter reject with tcp reset comment "slot 3""#,
-            #"oifname "eth0" ip daddr 10.0.0.5/32 udp dport 443 meta l4proto udp counter reject with icmpx type port-unreachable comment "slot 3""#,
+            #"oifname "eth0" ip daddr 10.0.0.5/32 udp dport 443 meta l4proto udp counter queue flags bypass to 27647 comment "slot 3""#,
         ])
+        // The datagram is rejected after the hold: its send succeeds, its socket then hears ECONNREFUSED.
+        #expect(rules.chains[.outputAfterHold]?.last == #"oifname "eth0" ip daddr 10.0.0.5/32 udp dport 443 meta l4proto udp reject with icmpx type port-unreachable"#)
         #expect(!output.contains { $0.contains("10.0.0.5") && !$0.contains("dport 443") })
         #expect(rules.chains[.input] == nil)
     }
@@ -182,8 +214,12 @@ struct FailureCounterTests {
     func counted() throws {
         let peer = MatchedCondition(slot: 4, match: MatchPlanTests.peer("10.0.0.5", port: 443), profile: FailureRulesetTests.serverDown)
         let rules = try #require(try Planner().failureRules(on: Fixtures.target, whole: FailureRulesetTests.offline, matches: [peer]))
-        let failing = rules.chains.values.flatMap { $0 }.filter { $0.contains("reject") || $0.contains(" drop") }
+        // The chains after the hold reject what the filter chains held and counted already.
+        let afterHold: Set<FailureRuleset.Hook> = [.inputAfterHold, .forwardAfterHold, .outputAfterHold]
+        let counting = rules.chains.filter { !afterHold.contains($0.key) }.values.flatMap { $0 }
+        let failing = counting.filter { $0.contains("reject") || $0.contains(" drop") || $0.contains(" queue ") }
         #expect(!failing.isEmpty)
+        #expect(rules.chains.filter { afterHold.contains($0.key) }.values.joined().allSatisfy { !$0.contains(" counter ") })
         for rule in failing {
             #expect(rule.contains(" counter "), "\(rule)")
             #expect(rule.hasSuffix(#"comment "whole""#) || rule.hasSuffix(#"comment "slot 4""#), "\(rule)")
@@ -227,7 +263,7 @@ struct DNSFailureRulesetTests {
     func whole() throws {
         let rules = try #require(try FailureRulesetTests.rules(whole: Self.nxdomain))
         let queue = FailureRuleset.dnsQueue(for: DNSFailure(kind: .nxdomain))
-        #expect(rules.dnsQueues == [queue: DNSFailure(kind: .nxdomain)])
+        #expect(rules.queues == [queue: .answerDNS(DNSFailure(kind: .nxdomain))])
         #expect((0x6C00...0x6FFF).contains(queue))
         let output = try #require(rules.chains[.output])
         #expect(output.contains(#"oifname "eth0" udp dport 53 counter queue flags bypass to \#(queue) comment "whole""#))
@@ -242,7 +278,7 @@ struct DNSFailureRulesetTests {
         #expect(timeout.chains[.output]?.contains { $0.hasSuffix(#"tcp dport 53 counter drop comment "whole""#) } == true)
         let listed = try #require(try FailureRulesetTests.rules(whole: Profile(name: "L", dnsFailure: DNSFailure(kind: .nxdomain, names: ["a.example"]))))
         #expect(listed.chains[.output]?.contains { $0.contains("tcp dport 53") } == false)
-        #expect(listed.dnsQueues.values.first?.names == ["a.example"])
+        #expect(listed.queues.values.first == .answerDNS(DNSFailure(kind: .nxdomain, names: ["a.example"])))
     }
 
     @Test("a device's lookups are queued as they arrive and as they are forwarded; a peer's by its address whatever its port")
@@ -274,7 +310,7 @@ struct DNSFailureRulesetTests {
         let engine = ShapingEngine(kernel: FakeKernel(), filter: filter)
         let rules = try #require(try FailureRulesetTests.rules(whole: Self.nxdomain))
         try engine.install(rules, on: Fixtures.target)
-        #expect(filter.answered[rules.table] == rules.dnsQueues)
+        #expect(filter.answered[rules.table] == rules.queues)
         try engine.install(nil, on: Fixtures.target)
         #expect(filter.answered.isEmpty)
         #expect(filter.tables.isEmpty)

@@ -12,10 +12,11 @@ CONNECTIONS = Path(__file__).resolve().parent / "connections.py"
 
 
 def tries(namespace, host: str, port: int, proto: str = "tcp", count: int = 20, timeout: float = 5,
-          recverr: bool = False) -> list[dict]:
+          recverr: bool = False, blocking: bool = False) -> list[dict]:
     """COUNT attempts from NAMESPACE (connections.py tries): each one's result and milliseconds."""
     result = namespace.run(SYSTEM_PYTHON, CONNECTIONS, "tries", "--host", host, "--port", str(port), "--proto", proto,
                            "--count", str(count), "--timeout", str(timeout), *(["--recverr"] if recverr else []),
+                           *(["--blocking"] if blocking else []),
                            timeout=60 + count * timeout)
     return json.loads(result.out) if result.rc == 0 else [{"result": f"probe failed: {result.output}", "ms": None}]
 

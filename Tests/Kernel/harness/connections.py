@@ -32,6 +32,7 @@ import errno
 import json
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -129,7 +130,13 @@ def attempt(args) -> dict:
         return {"result": result, "ms": (time.monotonic() - began) * 1000}
 
     with socket.socket(family, kind) as sock:
-        sock.settimeout(args.timeout)
+        if args.blocking:
+            # A blocking connect, as most apps' threads make: Python's own timeout would make the
+            # socket non-blocking, so the kernel's send timeout bounds it instead (after which
+            # connect says EINPROGRESS).
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", int(args.timeout), 0))
+        else:
+            sock.settimeout(args.timeout)
         if args.recverr:
             # Every ICMP error, not only those the kernel deems fatal (IPv6's "no route").
             if family == socket.AF_INET6:
@@ -215,7 +222,6 @@ def link_watch(args) -> None:
     """Every 50 ms: a TCP connect to HOST:PORT (its result) and whether the
     interface IFACE is running (has its carrier: IFF_RUNNING, asked of this namespace's kernel)."""
     import fcntl
-    import struct
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 
     def running() -> bool:
@@ -226,7 +232,7 @@ def link_watch(args) -> None:
     began = time.monotonic()
     while watching(args, began):
         at = time.monotonic() - began
-        args.proto, args.recverr = "tcp", False
+        args.proto, args.recverr, args.blocking = "tcp", False, False
         samples.append({"at": round(at, 3), "result": attempt(args)["result"], "running": running()})
         mark_ready(args, began)
         time.sleep(0.05)
@@ -294,6 +300,7 @@ def main() -> None:
     t.add_argument("--count", type=int, default=20)
     t.add_argument("--timeout", type=float, default=5)
     t.add_argument("--recverr", action="store_true", help="ask for every ICMP error (IP_RECVERR, IPV6_RECVERR)")
+    t.add_argument("--blocking", action="store_true", help="connect in blocking mode (the timeout as SO_SNDTIMEO)")
     n = modes.add_parser("lookup")
     n.add_argument("--name", required=True)
     n.add_argument("--count", type=int, default=20)

@@ -6,15 +6,17 @@ import Profiles
 import Shaping
 import Synchronization
 
-/// Answers the DNS queries that failure tables queue, in every namespace: a query for a name
-/// that fails gets "no such name" or "server failure" from the server it was sent to (or, for a
-/// timeout, nothing), any other query passes on unchanged.
+/// Takes the packets that failure tables queue, in every namespace. A DNS query for a name that
+/// fails gets "no such name" or "server failure" from the server it was sent to (or, for a
+/// timeout, nothing), any other query passes on unchanged. A packet a failure rejects (an
+/// offline connection attempt, a datagram to a refused port) is held for `rejectionHold` and
+/// then let on, to the chain that rejects it (`QueueDuty.holdBeforeRejection` says why).
 ///
 /// One thread for the daemon listens on every queue: a queue is a netlink socket of its
 /// namespace, bound while a table uses it. The answer leaves a transparent UDP socket made in
 /// the namespace, bound to the address and port the query went to, so that the app's resolver
 /// (a connected socket) takes it; the query itself is dropped.
-public final class DNSResponder: DNSFailureAnswering, Sendable {
+public final class QueueResponder: QueuedPacketAnswering, Sendable {
     private struct TableKey: Hashable {
         var namespace: NamespaceIdentity?
         var table: String
@@ -27,21 +29,29 @@ public final class DNSResponder: DNSFailureAnswering, Sendable {
 
     private final class Listener: @unchecked Sendable {
         let queue: NetfilterQueue
-        let failure: DNSFailure
+        let duty: QueueDuty
         /// The namespace the answers are sent in; `nil` for the daemon's own.
         let namespace: NetworkNamespaceFile?
         /// Whether an answer that could not be sent was logged: once per queue, not per query.
         var toldOfUnanswered = false
+        /// The packets held, with when each is let on, oldest first (at most the
+        /// queue's `NetfilterQueue.maximumWaiting`: the kernel lets the rest pass on unheld).
+        var held: [(id: UInt32, due: ContinuousClock.Instant)] = []
 
-        init(queue: NetfilterQueue, failure: DNSFailure, namespace: NetworkNamespaceFile?) {
+        /// Packets still held go on now, before the queue closes (which would drop them).
+        deinit {
+            for attempt in held { queue.decide(attempt.id, .accept) }
+        }
+
+        init(queue: NetfilterQueue, duty: QueueDuty, namespace: NetworkNamespaceFile?) {
             self.queue = queue
-            self.failure = failure
+            self.duty = duty
             self.namespace = namespace
         }
     }
 
     private struct State: @unchecked Sendable {
-        var tables: [TableKey: [UInt16: DNSFailure]] = [:]
+        var tables: [TableKey: [UInt16: QueueDuty]] = [:]
         var listeners: [QueueKey: Listener] = [:]
         /// Listeners no table uses, closed by the thread (which may be reading them) or taken
         /// back if a table wants the queue again first.
@@ -54,7 +64,7 @@ public final class DNSResponder: DNSFailureAnswering, Sendable {
     private let wake: (read: Int32, write: Int32)
     private let logger: Logger
 
-    public init(logger: Logger = Logger(label: "linkcond.dns")) {
+    public init(logger: Logger = Logger(label: "linkcond.queues")) {
         self.logger = logger
         var ends: [Int32] = [-1, -1]
         _ = pipe(&ends)
@@ -66,25 +76,25 @@ public final class DNSResponder: DNSFailureAnswering, Sendable {
     }
 
     public func answer(
-        _ queues: [UInt16: DNSFailure], forTable table: String, inNamespaceAt path: String?, identity: NamespaceIdentity?
-    ) throws(NetlinkError) -> [UInt16: DNSFailure] {
+        _ queues: [UInt16: QueueDuty], forTable table: String, inNamespaceAt path: String?, identity: NamespaceIdentity?
+    ) throws(NetlinkError) -> [UInt16: QueueDuty] {
         let tableKey = TableKey(namespace: path == nil ? nil : identity, table: table)
-        let result: Result<[UInt16: DNSFailure], NetlinkError> = state.withLock { state in
+        let result: Result<[UInt16: QueueDuty], NetlinkError> = state.withLock { state in
             let previous = state.tables[tableKey] ?? [:]
-            var others: [UInt16: DNSFailure] = [:]
+            var others: [UInt16: QueueDuty] = [:]
             for (key, queues) in state.tables where key.namespace == tableKey.namespace && key != tableKey {
                 others.merge(queues) { first, _ in first }
             }
-            for (number, failure) in queues {
-                if let other = others[number], other != failure {
+            for (number, duty) in queues {
+                if let other = others[number], other != duty {
                     return .failure(NetlinkError(
-                        code: .other, operation: "answer DNS queries on netfilter queue \(number)",
-                        reason: "another target's DNS failure there ('\(other)') uses the same queue as '\(failure)'"
+                        code: .other, operation: "take the packets of netfilter queue \(number)",
+                        reason: "another target's table there uses the same queue for \(other), not \(duty)"
                     ))
                 }
             }
             var opened: [QueueKey: Listener] = [:]
-            for (number, failure) in queues {
+            for (number, duty) in queues {
                 let key = QueueKey(namespace: tableKey.namespace, number: number)
                 if state.listeners[key] != nil { continue }
                 if let listener = state.retired.removeValue(forKey: key) {
@@ -93,7 +103,7 @@ public final class DNSResponder: DNSFailureAnswering, Sendable {
                 }
                 do throws(NetlinkError) {
                     let file = try path.map { (path) throws(NetlinkError) in try NetworkNamespaceFile(path: path, expected: identity) }
-                    opened[key] = Listener(queue: try NetfilterQueue(number: number, in: file), failure: failure, namespace: file)
+                    opened[key] = Listener(queue: try NetfilterQueue(number: number, in: file), duty: duty, namespace: file)
                 } catch {
                     // Those opened for this call go again; those taken back from retirement retire again.
                     for (key, listener) in opened { state.retired[key] = listener }
@@ -124,7 +134,7 @@ public final class DNSResponder: DNSFailureAnswering, Sendable {
     private func startThread() {
         var thread = pthread_t()
         let created = pthread_create(&thread, nil, { argument in
-            let responder = Unmanaged<DNSResponder>.fromOpaque(argument!).takeRetainedValue()
+            let responder = Unmanaged<QueueResponder>.fromOpaque(argument!).takeRetainedValue()
             responder.listen()
             return nil
         }, Unmanaged.passRetained(self).toOpaque())
@@ -135,9 +145,15 @@ public final class DNSResponder: DNSFailureAnswering, Sendable {
         }
     }
 
-    /// The thread: waits on every queue and the wake-up, answers what arrives, closes what retired.
+    /// How long a packet is held before its rejection: long past the moment its `connect` or
+    /// `send` lets go of the socket (microseconds), short beside the 100 ms an app may wait.
+    static let rejectionHold: Duration = .milliseconds(2)
+
+    /// The thread: waits on every queue, the wake-up and the next held attempt's time; answers
+    /// what arrives, lets on what is due, closes what retired.
     private func listen() {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        let clock = ContinuousClock()
         while true {
             let listeners = state.withLock { state -> [Listener] in
                 state.retired.removeAll()
@@ -145,8 +161,10 @@ public final class DNSResponder: DNSFailureAnswering, Sendable {
             }
             var descriptors = [pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
             descriptors += listeners.map { pollfd(fd: $0.queue.descriptor, events: Int16(POLLIN), revents: 0) }
-            guard poll(&descriptors, nfds_t(descriptors.count), -1) >= 0 || errno == EINTR else {
-                logger.error("the DNS responder cannot wait for queries: \(String(cString: strerror(errno)))")
+            let nextDue = listeners.compactMap { $0.held.first?.due }.min()
+            let timeout = nextDue.map { Self.milliseconds(until: $0, now: clock.now) } ?? -1
+            guard poll(&descriptors, nfds_t(descriptors.count), timeout) >= 0 || errno == EINTR else {
+                logger.error("the queue responder cannot wait for packets: \(String(cString: strerror(errno)))")
                 return
             }
             if descriptors[0].revents != 0 {
@@ -155,18 +173,37 @@ public final class DNSResponder: DNSFailureAnswering, Sendable {
             }
             for (index, listener) in listeners.enumerated() where descriptors[index + 1].revents != 0 {
                 for packet in listener.queue.receive(into: &buffer) {
-                    listener.queue.decide(packet.id, respond(to: packet.bytes, for: listener))
+                    if case .holdBeforeRejection = listener.duty {
+                        listener.held.append((packet.id, clock.now.advanced(by: Self.rejectionHold)))
+                    } else {
+                        listener.queue.decide(packet.id, respond(to: packet.bytes, for: listener))
+                    }
                 }
+            }
+            let now = clock.now
+            for listener in listeners where !listener.held.isEmpty {
+                let due = listener.held.prefix { $0.due <= now }
+                for attempt in due { listener.queue.decide(attempt.id, .accept) }
+                listener.held.removeFirst(due.count)
             }
         }
     }
 
+    /// Whole milliseconds from `now` to `due`, rounded up (poll's timeout); 0 once it is due.
+    static func milliseconds(until due: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Int32 {
+        let left = now.duration(to: due)
+        guard left > .zero else { return 0 }
+        let (seconds, attoseconds) = left.components
+        guard seconds < Int64(Int32.max) / 1000 else { return Int32.max }
+        return Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+    }
+
     /// What becomes of one queued packet: the answer sent when it is a query for a name that fails.
     private func respond(to packet: ArraySlice<UInt8>, for listener: Listener) -> NetfilterQueue.Verdict {
-        guard let datagram = QueuedDatagram(packet: packet), let query = DNSQuery(parsing: datagram.payload),
-              listener.failure.covers(query.name) else { return .accept }
+        guard case .answerDNS(let failure) = listener.duty, let datagram = QueuedDatagram(packet: packet),
+              let query = DNSQuery(parsing: datagram.payload), failure.covers(query.name) else { return .accept }
         let code: UInt8
-        switch listener.failure.kind {
+        switch failure.kind {
         case .timeout: return .drop
         case .nxdomain: code = 3
         case .servfail: code = 2
