@@ -66,10 +66,16 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     private static func dns(_ bytes: [UInt8]) {
         // The bytes as a whole packet, and as a query alone.
-        let payload = QueuedDatagram(packet: bytes[...])?.payload ?? bytes[...]
+        let datagram = QueuedDatagram(packet: bytes[...])
+        let payload = datagram?.payload ?? bytes[...]
         guard let query = DNSQuery(parsing: payload) else { return }
         let answer = query.answer(code: 3)
         precondition(answer.count <= payload.count, "an answer longer than its query")
+        // The answer built whole for a raw socket reads back as a datagram the other way.
+        if let datagram, let packet = AnswerDatagram(answering: datagram, payload: answer) {
+            let read = QueuedDatagram(packet: packet.bytes[...])
+            precondition(read?.source == datagram.destination && read?.destinationPort == datagram.sourcePort, "an answer that does not go back")
+        }
         _ = DNSFailure(kind: .nxdomain, names: ["*.example.com"]).covers(query.name)
     }
 

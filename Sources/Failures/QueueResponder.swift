@@ -224,8 +224,17 @@ public final class QueueResponder: QueuedPacketAnswering, Sendable {
         return .drop
     }
 
-    /// Sends `answer` from the query's destination to its source; 0, or the errno.
+    /// Sends `answer` from the query's destination to its source; 0, or the errno. Through a
+    /// socket bound to that address and port when it can be bound; when a server of this machine
+    /// holds them (a gateway's own resolver), as a whole packet through a raw socket.
     private static func send(_ answer: [UInt8], answering datagram: QueuedDatagram) -> Int32 {
+        let bound = sendBound(answer, answering: datagram)
+        guard bound == EADDRINUSE else { return bound }
+        return sendRaw(answer, answering: datagram)
+    }
+
+    /// The answer as a datagram of a transparent socket bound to the query's destination.
+    private static func sendBound(_ answer: [UInt8], answering datagram: QueuedDatagram) -> Int32 {
         let family = datagram.version == 4 ? AF_INET : AF_INET6
         let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return errno }
@@ -240,6 +249,20 @@ public final class QueueResponder: QueuedPacketAnswering, Sendable {
         guard from.withPointer({ bind(descriptor, $0, $1) }) == 0 else { return errno }
         let sent = to.withPointer { address, length in answer.withUnsafeBytes { sendto(descriptor, $0.baseAddress, $0.count, 0, address, length) } }
         return sent == answer.count ? 0 : errno
+    }
+
+    /// The answer as a packet built whole (`AnswerDatagram`) and sent through a raw socket,
+    /// which needs no port of its own.
+    private static func sendRaw(_ answer: [UInt8], answering datagram: QueuedDatagram) -> Int32 {
+        guard let packet = AnswerDatagram(answering: datagram, payload: answer) else { return EMSGSIZE }
+        let family = datagram.version == 4 ? AF_INET : AF_INET6
+        // IPPROTO_RAW: the packet carries its own IP header (IP_HDRINCL, and IPv6's likewise).
+        let descriptor = socket(family, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), Int32(IPPROTO_RAW))
+        guard descriptor >= 0 else { return errno }
+        defer { close(descriptor) }
+        let to = SocketAddress(datagram.source, port: 0)
+        let sent = to.withPointer { address, length in packet.bytes.withUnsafeBytes { sendto(descriptor, $0.baseAddress, $0.count, 0, address, length) } }
+        return sent == packet.bytes.count ? 0 : errno
     }
 }
 

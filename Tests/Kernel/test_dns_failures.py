@@ -22,7 +22,7 @@ from harness.gateway import Gateway, build_gateway
 from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
 
 VM = "qemu"
-CHECKS = 3 * 6 + 7 + 4 + 6 + 5
+CHECKS = 3 * 6 + 7 + 4 + 6 + 6 + 5
 
 DNS_SERVER = Path(__file__).resolve().parent / "harness" / "dns_server.py"
 #: A lookup that fails "at once" does within this (no resolver timeout).
@@ -35,14 +35,15 @@ NAME = "app.linkcond.test"
 class DNSServer:
     """dns_server.py in NAMESPACE on ADDRESSES' port 53, and the names it was asked."""
 
-    def __init__(self, namespace, addresses: list[str], work: Path, label: str):
+    def __init__(self, namespace, addresses: list[str], work: Path, label: str, exclusive: bool = False):
         self.log, ready = work / f"{label}.dns-log", work / f"{label}.dns-ready"
         for old in (self.log, ready):
             old.unlink(missing_ok=True)
         errors = work / f"{label}.dns-errors"
         argv = [arg for address in addresses for arg in ("--address", address)]
         with open(errors, "w") as stderr:
-            self.process = spawn(namespace.argv(SYSTEM_PYTHON, DNS_SERVER, *argv, "--log", self.log, "--ready", ready), stderr=stderr)
+            self.process = spawn(namespace.argv(SYSTEM_PYTHON, DNS_SERVER, *argv, "--log", self.log, "--ready", ready,
+                                                *(["--exclusive"] if exclusive else [])), stderr=stderr)
         if not wait_until(ready.exists, 20):
             raise AssertionError(f"no DNS server on {addresses}: {errors.read_text()[-500:]}")
 
@@ -184,6 +185,37 @@ def test_dns_failure_for_a_gateway_device(check, daemon, topo, gateway, work):
         check.equal("device: off, the router holds no table", [], failure_tables(gateway.namespace))
     finally:
         daemon.cli("off", *where, "--device", first.v4)
+        for resolver in resolvers:
+            resolver.remove()
+        dns.stop()
+
+
+@pytest.mark.debian_kernel
+@pytest.mark.checks(6)
+def test_dns_failure_with_the_gateways_own_resolver(check, daemon, topo, gateway, work):
+    """`--dns-failure nxdomain` for a device whose resolver is the router itself (its LAN
+    addresses, IPv4 then IPv6), served by a DNS server that lets no other socket share its port,
+    as a router's own resolver may: the device's 20 lookups each way get EAI_NONAME at once,
+    answered in the server's place (a packet built whole, through a raw socket); the server heard
+    none of them; the other device resolves through it."""
+    first, second = gateway.devices
+    dns = DNSServer(gateway.namespace, [gateway.lan4, gateway.lan6], work, "router", exclusive=True)
+    resolvers = [Resolver(first.namespace, gateway.lan4), Resolver(second.namespace, gateway.lan4)]
+    where = ("--netns", gateway.namespace.name, "--interface", gateway.lan)
+    try:
+        for address in (first.v4, first.v6):
+            daemon.cli("activate", *where, "--device", address, "--dns-failure", "nxdomain").ok()
+        for family, nameserver in (("IPv4", gateway.lan4), ("IPv6", gateway.lan6)):
+            resolvers[0] = Resolver(first.namespace, nameserver)
+            failed = lookups(first.namespace)
+            check.equal(f"router's resolver, {family}: the device's 20 lookups", ["EAI_NONAME"], results(failed))
+            check.at_most(f"router's resolver, {family}: each at once (p99; {timing(failed)})",
+                          percentile(failed, 0.99), AT_ONCE_MS, "ms")
+        check.equal("router's resolver: it heard none of the device's lookups", [], dns.asked())
+        check.equal("router's resolver: the other device resolves through it", ["ok"], results(lookups(second.namespace, count=3)))
+    finally:
+        for address in (first.v4, first.v6):
+            daemon.cli("off", *where, "--device", address)
         for resolver in resolvers:
             resolver.remove()
         dns.stop()

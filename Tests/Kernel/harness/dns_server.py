@@ -60,6 +60,8 @@ def main() -> None:
     parser.add_argument("--address", action="append", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--ready", required=True)
+    parser.add_argument("--exclusive", action="store_true",
+                        help="bind without SO_REUSEADDR, as a server that lets no other socket share its port")
     args = parser.parse_args()
     sockets = []
     for address in args.address:
@@ -67,7 +69,8 @@ def main() -> None:
         server = socket.socket(family, socket.SOCK_DGRAM)
         # Beside the probe server's UDP echo on every address's port 53 (which sets it too): a
         # datagram to this address comes here, the more specific socket.
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if not args.exclusive:
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         server.bind((address, 53))
         sockets.append(server)
     Path(args.ready).touch()

@@ -30,6 +30,9 @@ class Gateway:
     server4: str
     server6: str
     devices: list[GatewayDevice]
+    #: The router's own addresses on the LAN (the devices' default route).
+    lan4: str = ""
+    lan6: str = ""
 
     @property
     def device(self) -> Device:
@@ -74,7 +77,7 @@ def build_gateway(topo: Topology, server: ProbeServer) -> Gateway:
     switch.ip("link", "set", "br0", "up")
     topo.server.ip("route", "add", f"10.80.{n}.0/24", "via", f"10.79.{n}.1")
     topo.server.ip("-6", "route", "add", f"fd80:{n}::/64", "via", f"fd79:{n}::1")
-    router = Gateway(gw, lan, f"10.79.{n}.2", f"fd79:{n}::2", devices)
+    router = Gateway(gw, lan, f"10.79.{n}.2", f"fd79:{n}::2", devices, f"10.80.{n}.1", f"fd80:{n}::1")
     # Routes and neighbours settle on the first packets: each device's echoes, until answered.
     targets = [udp_target(router.server4), udp_target(router.server6)]
     for d in devices:
