@@ -77,7 +77,7 @@ let package = Package(
         // DNS queries answered with a failure.
         .target(
             name: "Failures",
-            dependencies: ["CSocketDiag", "Netlink", "Shaping", "Profiles", "IPAddressText", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CSocketDiag", "Netlink", "Shaping", "Profiles", "IPAddressText", "HostFacts", .product(name: "Logging", package: "swift-log")]
         ),
         // pcapng, written and read (bounded: every byte of a trace is hostile): packet traces.
         .target(name: "Pcapng"),
@@ -166,7 +166,7 @@ let package = Package(
         .target(
             name: "Console",
             dependencies: [
-                "LinkCondClient", "ControlAPI", "LinkCondVocabulary", "IPAddressText",
+                "LinkCondClient", "ControlAPI", "LinkCondVocabulary", "IPAddressText", "HostFacts",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,4 +1,5 @@
 import Glibc
+import HostFacts
 import IPAddressText
 import LinkCondVocabulary
 
@@ -81,33 +82,9 @@ public struct DeviceScope: Sendable {
         address.hasPrefix("::ffff:") && address.contains(".") ? String(address.dropFirst(7)) : address
     }
 
-    /// Each address of `interface` with its prefix, from getifaddrs.
+    /// Each address of `interface` with its prefix, but IPv6's link-local: every interface has
+    /// one, and it says nothing of being behind this one.
     static func networks(of interface: String) -> [Network] {
-        var first: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&first) == 0 else { return [] }
-        defer { freeifaddrs(first) }
-        var found: [Network] = []
-        var cursor = first
-        while let entry = cursor {
-            defer { cursor = entry.pointee.ifa_next }
-            guard String(cString: entry.pointee.ifa_name) == interface,
-                  let address = entry.pointee.ifa_addr, let mask = entry.pointee.ifa_netmask else { continue }
-            let bytes: [UInt8]
-            let maskBytes: [UInt8]
-            switch Int32(address.pointee.sa_family) {
-            case AF_INET:
-                bytes = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) } }
-                maskBytes = mask.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) } }
-            case AF_INET6:
-                bytes = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) } }
-                maskBytes = mask.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) } }
-            default:
-                continue
-            }
-            // Link-local IPv6 is every interface's: it says nothing of being behind this one.
-            if bytes.count == 16, bytes[0] == 0xfe, bytes[1] & 0xc0 == 0x80 { continue }
-            found.append(Network(address: bytes, prefixLength: maskBytes.reduce(0) { $0 + $1.nonzeroBitCount }))
-        }
-        return found
+        InterfaceAddress.of(interface).filter { !$0.isLinkLocal }.map { Network(address: $0.bytes, prefixLength: $0.prefixLength) }
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import HostFacts
 import Netlink
 
 /// What a reset did: the connections it destroyed, and those that ended on their own between
@@ -54,25 +55,6 @@ public final class KernelConnectionResetter: ConnectionResetter {
     }
 
     public func addresses(of interface: String) -> [[UInt8]] {
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0, let first = list else { return [] }
-        defer { freeifaddrs(list) }
-        var addresses: [[UInt8]] = []
-        for entry in sequence(first: first, next: { $0.pointee.ifa_next }) {
-            guard let name = entry.pointee.ifa_name, String(cString: name) == interface, let address = entry.pointee.ifa_addr else { continue }
-            switch Int32(address.pointee.sa_family) {
-            case AF_INET:
-                address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { ipv4 in
-                    addresses.append(withUnsafeBytes(of: ipv4.pointee.sin_addr) { Array($0) })
-                }
-            case AF_INET6:
-                address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { ipv6 in
-                    addresses.append(withUnsafeBytes(of: ipv6.pointee.sin6_addr) { Array($0) })
-                }
-            default:
-                break
-            }
-        }
-        return addresses
+        InterfaceAddress.of(interface).map(\.bytes)
     }
 }

@@ -30,6 +30,14 @@ struct SystemFilesTests {
         #expect(DefaultRoute.interface(inIPv6RouteTable: table) == "eth1")
     }
 
+    @Test("An interface's addresses with their prefixes: loopback's 127.0.0.1/8; none for an interface that is not there")
+    func interfaceAddresses() {
+        #expect(InterfaceAddress.of("lo").contains(InterfaceAddress(bytes: [127, 0, 0, 1], prefixLength: 8)))
+        #expect(InterfaceAddress.of("lc-not-there").isEmpty)
+        #expect(InterfaceAddress(bytes: [0xFE, 0x80] + Array(repeating: 0, count: 14), prefixLength: 64).isLinkLocal)
+        #expect(!InterfaceAddress(bytes: [0xFD, 0x80] + Array(repeating: 0, count: 14), prefixLength: 64).isLinkLocal)
+    }
+
     @Test("CAP_NET_ADMIN is bit 12 of the effective set")
     func capabilities() {
         #expect(Capabilities.hasNetAdmin(inProcessStatus: "Name:\tx\nCapEff:\t000001ffffffffff\n") == true)
