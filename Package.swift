@@ -222,7 +222,7 @@ let package = Package(
         .target(
             name: "LinkCondFuzzTargets",
             dependencies: [
-                "Conditions", "ControlHTTP", "Profiles", "ControlAPI", "Failures", "Pcapng", "Console",
+                "Conditions", "ControlHTTP", "Profiles", "ControlAPI", "Failures", "Netlink", "Pcapng", "Console",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

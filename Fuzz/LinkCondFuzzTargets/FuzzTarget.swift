@@ -12,6 +12,7 @@ import ControlHTTP
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import Netlink
 import Pcapng
 import Profiles
 
@@ -65,6 +66,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     static let requester = Requester(uid: 1000, gid: 1000, pid: 1, user: "fuzz", command: "fuzz")
 
     private static func dns(_ bytes: [UInt8]) {
+        // The bytes as a conntrack listing, which a device's handover reads.
+        if let (tuples, _) = try? NetfilterSocket.connectionTuples(inMessages: bytes[...], "fuzz") {
+            precondition(tuples.allSatisfy { $0.source.count == 4 || $0.source.count == 16 }, "a source that is no address")
+        }
         // The bytes as a whole packet, and as a query alone.
         let datagram = QueuedDatagram(packet: bytes[...])
         let payload = datagram?.payload ?? bytes[...]

@@ -1,3 +1,4 @@
+import Failures
 import LinkCondVocabulary
 import Netlink
 import Sandboxes
@@ -52,12 +53,16 @@ extension Conditioner {
         condition.sandbox.map { sandboxManager.tearDown($0, of: condition.id) } ?? true
     }
 
-    /// A step's handover: the sandbox's flows get new NAT mappings (the far end sees a new
-    /// source); recorded in the history either way. Only a sandbox's flows are linkcond's to map.
+    /// A step's handover: a sandbox's or a gateway device's flows get new NAT mappings (the far
+    /// end sees a new source); recorded in the history either way. Only those flows are
+    /// linkcond's to map: another condition's are this machine's own sockets.
     func handOverAsStepBegins(_ condition: Condition, step: String) {
         let profile = condition.policy.effective?.profile.name ?? "off"
+        if let handover = deviceHandover(of: condition) {
+            return handOverDevice(condition, handover, step: step, profile: profile)
+        }
         guard let sandbox = condition.sandbox else {
-            record(condition, from: profile, to: profile, reason: "handover", requester: nil, detail: "step '\(step)' hands over only a sandbox's flows (run --isolated); this condition's are not linkcond's to map")
+            record(condition, from: profile, to: profile, reason: "handover", requester: nil, detail: "step '\(step)' hands over only a sandbox's or a gateway device's flows; this condition's are this machine's own sockets, not linkcond's to map")
             return
         }
         do {
@@ -67,6 +72,44 @@ extension Conditioner {
         } catch {
             record(condition, from: profile, to: profile, reason: "handover", requester: nil, detail: "step '\(step)' could not hand over: \(error)")
         }
+    }
+
+    /// The handover of a gateway device's condition (`--device`); `nil` for any other.
+    func deviceHandover(of condition: Condition) -> DeviceHandover? {
+        guard case .match(_, let match) = condition.slot, match.isDevice else { return nil }
+        let addresses = match.networks.map(\.address)
+        return DeviceHandover(addresses: addresses, interface: condition.id.interface, condition: condition.id.description)
+    }
+
+    private func handOverDevice(_ condition: Condition, _ handover: DeviceHandover, step: String, profile: String) {
+        do {
+            guard let resetter else { throw NetlinkError(code: .unsupported, operation: "hand over", reason: "this linkcondd cannot change connections") }
+            let moved = try resetter.handOver(handover, inNamespace: try namespaceOfDevice(condition))
+            logger.notice("\(condition.id): step '\(step)' handed the device's \(moved) flow(s) over to new mappings (table inet \(handover.table))")
+            record(condition, from: profile, to: profile, reason: "handover", requester: nil, detail: "step '\(step)': the device's flows continue from a new address and port (\(moved) moved)")
+        } catch {
+            record(condition, from: profile, to: profile, reason: "handover", requester: nil, detail: "step '\(step)' could not hand over: \(error)")
+        }
+    }
+
+    /// The NAT a device's handover left goes with its condition.
+    func endDeviceHandover(of condition: Condition) {
+        guard let handover = deviceHandover(of: condition), let resetter else { return }
+        do {
+            try resetter.endHandover(handover, inNamespace: try namespaceOfDevice(condition))
+        } catch {
+            logger.warning("\(condition.id): cannot remove the handover's table inet \(handover.table): \(error)")
+        }
+    }
+
+    /// The namespace of a device's condition, `nil` for the daemon's own; never the daemon's own
+    /// in its stead.
+    private func namespaceOfDevice(_ condition: Condition) throws(NetlinkError) -> (path: String, identity: NamespaceIdentity)? {
+        guard let reference = condition.id.namespace else { return nil }
+        guard let identity = condition.namespaceIdentity else {
+            throw NetlinkError(code: .namespaceGone, operation: "find the namespace of \(condition.id)", reason: "its network namespace is not known")
+        }
+        return (reference.path, identity)
     }
 
     /// IPv4 forwarding goes back off where linkcond turned it on, once no sandbox needs it.

@@ -30,7 +30,7 @@ public struct ShapingTarget: Hashable, Sendable {
         return ifbPrefix + stem + "-" + padded
     }
 
-    static func fnv1a(_ text: String) -> UInt32 {
+    package static func fnv1a(_ text: String) -> UInt32 {
         var hash: UInt32 = 2_166_136_261
         for byte in text.utf8 {
             hash ^= UInt32(byte)

@@ -29,7 +29,7 @@ from harness.sandboxes import command_pid, sandboxes, wait_no_leftovers
 from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
 
 VM = "qemu"
-CHECKS = 36 + 32 + 3 + 24 + 5 + 6 + 11 + 7 + 6
+CHECKS = 36 + 32 + 3 + 24 + 5 + 6 + 11 + 7 + 6 + 8
 
 CONNECTIONS = Path(__file__).resolve().parent / "harness" / "connections.py"
 PORT = 9400
@@ -97,11 +97,13 @@ class Ends:
         self.processes = []
         self.probe = self.dir / "probe"
 
-    def serve(self, namespace, address: str, port: int, label: str, udp: bool = False) -> Path:
+    def serve(self, namespace, address: str, port: int, label: str, udp: bool = False, tell: bool = False) -> Path:
+        """A server on ADDRESS:PORT in NAMESPACE; with UDP, an echo of datagrams too, which with
+        TELL answers each with its source's address:port."""
         report, ready = self.dir / f"{label}.server", self.dir / f"{label}.listening"
         self.processes.append(spawn(namespace.argv(SYSTEM_PYTHON, CONNECTIONS, "serve", "--address", address,
                                                    "--port", str(port), "--report", report, "--ready", ready,
-                                                   *(["--udp"] if udp else []))))
+                                                   *(["--udp"] if udp else []), *(["--udp-tell"] if tell else []))))
         if not wait_until(ready.exists, 20):
             raise AssertionError(f"no server listening on {address}:{port}")
         return report
@@ -183,6 +185,15 @@ def watch_through_a_step(daemon, work: Path, scenario: str, watch: list[str], af
     printed = json.loads(out.read_text())
     result.samples, result.began = printed["samples"], printed["began"]
     return result
+
+
+def runs(values) -> list:
+    """VALUES with each run of equal ones kept once, in order: what a watch saw change."""
+    kept = []
+    for value in values:
+        if not kept or kept[-1] != value:
+            kept.append(value)
+    return kept
 
 
 def reset(daemon, *target: str) -> tuple[dict | None, float, float, str]:
@@ -644,18 +655,11 @@ def test_handover_in_a_sandbox(check, daemon, topo, work):
         samples = watch.samples
         check.true("handover: the command ran", len(samples) > 20, watch.failed or (len(samples), samples[:4], samples[-3:]),
                    "> 20 samples", require=True)
-        sources = []
-        for sample in samples:
-            port = sample["udp_source"].rsplit(":", 1)[-1] if ":" in sample["udp_source"] else None
-            if port and (not sources or sources[-1] != port):
-                sources.append(port)
+        sources = runs(s["udp_source"].rsplit(":", 1)[-1] for s in samples if ":" in s["udp_source"])
         check.equal("handover: the server saw the UDP flow from two ports, one after the other", 2, len(sources))
         missed = [s["at"] for s in samples if ":" not in s["udp_source"]]
         check.true("handover: the UDP flow went on (at most two answers missed)", len(missed) <= 2, missed, "<= 2")
-        states = []
-        for sample in samples:
-            if not states or states[-1] != sample["tcp"]:
-                states.append(sample["tcp"])
+        states = runs(s["tcp"] for s in samples)
         check.equal("handover: the TCP connection echoed, then broke with a reset", ["ok", "ECONNRESET"], states)
         changed = next((s["at"] for s in samples if s["udp_source"].endswith(":" + sources[-1])), None) if sources else None
         broke = next((s["at"] for s in samples if s["tcp"] != "ok"), None)
@@ -666,3 +670,52 @@ def test_handover_in_a_sandbox(check, daemon, topo, work):
     finally:
         ends.stop()
 
+
+@pytest.mark.debian_kernel
+@pytest.mark.checks(8)
+def test_handover_of_a_gateway_device(check, daemon, topo, gateway, work):
+    """A scenario's step with `handover: true` on a device behind a gateway (its IPv4 address; the
+    router routes it without a NAT of its own), begun by `linkcond next` once the device is
+    sampling: the device's UDP flow goes on, the server seeing it from the device's own address
+    before and from another source after (the router's, a random port: linkcond's NAT); its TCP
+    connection, which echoed before, breaks with a reset; the history records the handover; off,
+    the router holds no handover table and the device connects from its own address again."""
+    first, _ = gateway.devices
+    where = ("--netns", gateway.namespace.name, "--interface", gateway.lan, "--device", first.v4)
+    port = PORT + 96
+    ends = Ends(work, "device-handover")
+    ready, moved, out = ends.dir / "watch.ready", ends.dir / "watch.moved", ends.dir / "watch.out"
+    watch = None
+    try:
+        ends.serve(topo.server, "0.0.0.0", port, "app", udp=True, tell=True)
+        daemon.cli("play", "LC Handover", *where).ok()
+        with out.open("w") as stdout:
+            watch = spawn(first.namespace.argv(SYSTEM_PYTHON, CONNECTIONS, "handover-watch", "--host", gateway.server4, "--port", str(port),
+                                               "--ready", ready, "--moved", moved, "--after", "4"), stdout=stdout)
+        began = wait_until(lambda: ready.exists() or watch.poll() is not None, 60) and ready.exists()
+        stepped = daemon.cli("next", *where) if began else None
+        moved.touch()
+        watch.wait(timeout=90)
+        samples = json.loads(out.read_text())["samples"] if watch.returncode == 0 and out.read_text() else []
+        check.true("device handover: the watch ran", began and stepped is not None and stepped.rc == 0 and len(samples) > 20,
+                   stepped.output if stepped is not None and stepped.rc else (began, len(samples)), "> 20 samples", require=True)
+        sources = runs(s["udp_source"] for s in samples if ":" in s["udp_source"])
+        check.equal("device handover: the server saw the UDP flow from two sources, one after the other", 2, len(sources))
+        check.true("device handover: the device's own address before, another after (the router's)",
+                   len(sources) == 2 and sources[0].startswith(first.v4 + ":") and not sources[1].startswith(first.v4 + ":"),
+                   sources, f"{first.v4}:port, then another address")
+        missed = [s["at"] for s in samples if ":" not in s["udp_source"]]
+        check.true("device handover: the UDP flow went on (at most two answers missed)", len(missed) <= 2, missed, "<= 2")
+        states = runs(s["tcp"] for s in samples)
+        check.equal("device handover: the TCP connection echoed, then broke with a reset", ["ok", "ECONNRESET"], states)
+        check.contains("device handover: the history records it", daemon.cli("history", "--json").out,
+                       "the device's flows continue from a new address and port")
+        daemon.cli("off", *where).ok()
+        tables = gateway.namespace.run("nft", "list", "tables", "inet").out
+        check.equal("device handover: off, the router holds no handover table", [],
+                    [line for line in tables.splitlines() if "linkcond_handover_" in line])
+        check.equal("device handover: off, the device connects", ["ok"], results(tries(first.namespace, gateway.server4, port, count=3)))
+    finally:
+        stop(watch)
+        daemon.cli("off", *where)
+        ends.stop()

@@ -32,6 +32,20 @@ final class FakeResetter: ConnectionResetter, @unchecked Sendable {
     func addresses(of interface: String) -> [[UInt8]] {
         interfaceAddresses
     }
+
+    private let handovers = Mutex<[(DeviceHandover, String?, ended: Bool)]>([])
+    /// Each handover asked for and each ended, with its namespace's path, in order.
+    var handoverCalls: [(DeviceHandover, String?, ended: Bool)] { handovers.withLock { $0 } }
+
+    func handOver(_ handover: DeviceHandover, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) -> Int {
+        handovers.withLock { $0.append((handover, namespace?.path, false)) }
+        if let failure { throw failure }
+        return 3
+    }
+
+    func endHandover(_ handover: DeviceHandover, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) {
+        handovers.withLock { $0.append((handover, namespace?.path, true)) }
+    }
 }
 
 @Suite("Resetting a condition's connections")
@@ -156,5 +170,34 @@ struct ResetConditionTests {
         let status = try await failing.activate(.scenario("Reset first"), by: TestDaemon.root)
         #expect(status.profile?.name == "Slow Net" && status.scenario != nil, "a step that cannot reset still plays")
         #expect(await failing.history(limit: 10).last?.detail?.hasPrefix("step 'Slow Net' could not reset connections") == true)
+    }
+
+    @Test("A handover step on a gateway device's condition hands the device's flows over (its address, behind its interface); its NAT goes with the condition; another condition's step only records that it cannot")
+    func deviceHandover() async throws {
+        let resetter = FakeResetter()
+        let scenario = Scenario(name: "To LTE", steps: [
+            ScenarioStep(profile: .named("Slow Net")),
+            ScenarioStep(label: "LTE", profile: .named("Nasty Net"), handsOver: true),
+        ])
+        let conditioner = TestDaemon.conditioner(
+            kernel: FakeKernel(interfaces: ["eth0"]), scenarios: ScenarioTests.catalog(scenario), resetter: resetter
+        )
+        let device = try ConditionID(parsing: "eth0@device=192.168.50.10")
+        _ = try await conditioner.activate(.scenario("To LTE"), on: device, by: TestDaemon.root)
+        #expect(resetter.handoverCalls.isEmpty, "the first step does not hand over")
+        _ = try await conditioner.next(on: device, by: TestDaemon.root)
+        let handover = try #require(resetter.handoverCalls.first?.0)
+        #expect(handover.addresses == [[192, 168, 50, 10]] && handover.interface == "eth0")
+        #expect(handover.table.hasPrefix(DeviceHandover.tablePrefix) && resetter.handoverCalls.map(\.ended) == [false])
+        let recorded = await conditioner.history(limit: 10).filter { $0.reason == "handover" }.map(\.detail)
+        #expect(recorded == ["step 'LTE': the device's flows continue from a new address and port (3 moved)"])
+        _ = try await conditioner.deactivate(on: device, by: TestDaemon.root)
+        #expect(resetter.handoverCalls.map(\.ended) == [false, true] && resetter.handoverCalls.last?.0 == handover)
+
+        // The machine's own interface: its sockets are not linkcond's to map.
+        _ = try await conditioner.activate(.scenario("To LTE"), by: TestDaemon.root)
+        _ = try await conditioner.next(by: TestDaemon.root)
+        #expect(resetter.handoverCalls.count == 2)
+        #expect(await conditioner.history(limit: 10).last?.detail?.contains("this machine's own sockets, not linkcond's to map") == true)
     }
 }
