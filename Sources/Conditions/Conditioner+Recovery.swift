@@ -76,7 +76,7 @@ extension Conditioner {
             condition.policy = condition.policy.wanting(baseline: nil, lease: nil, now: now)
             do {
                 try condition.convergence.removeAll()
-                endDeviceHandover(of: condition)
+                endDeviceFlows(of: condition)
                 if tearDownSandbox(of: condition) {
                     condition.stateStore?.remove()
                 }

@@ -74,16 +74,13 @@ extension Conditioner {
         return registry.condition(sameAs: id, in: try namespaces.identity(of: namespace))
     }
 
-    /// The connections a reset of `condition` takes: its peer's, its interface's, or its
-    /// namespace's, never the management exemptions'.
+    /// The connections a reset of `condition` takes: its peer's, its interface's, its
+    /// namespace's, or a gateway device's through this machine, never the management exemptions'.
     func connectionSelection(of condition: Condition, held: Bool) throws(ConditionsRefusal) -> ConnectionSelection {
         switch condition.slot {
         case .match(_, let match):
-            if match.isDevice {
-                throw ConditionsRefusal(ResetError(
-                    reason: .unavailable, condition: condition.id,
-                    detail: "a gateway device's connections are its own, forwarded through this machine, not this machine's sockets; resetting them is not available yet"
-                ))
+            if match.isDevice, let device = deviceFlows(of: condition) {
+                return ConnectionSelection(.forwardedFor(device), exemptions: planner.exemptions)
             }
             if condition.id.peer?.hostName != nil, !held {
                 throw ConditionsRefusal(ResetError(

@@ -58,7 +58,7 @@ extension Conditioner {
     /// linkcond's to map: another condition's are this machine's own sockets.
     func handOverAsStepBegins(_ condition: Condition, step: String) {
         let profile = condition.policy.effective?.profile.name ?? "off"
-        if let handover = deviceHandover(of: condition) {
+        if let handover = deviceFlows(of: condition) {
             return handOverDevice(condition, handover, step: step, profile: profile)
         }
         guard let sandbox = condition.sandbox else {
@@ -75,13 +75,13 @@ extension Conditioner {
     }
 
     /// The handover of a gateway device's condition (`--device`); `nil` for any other.
-    func deviceHandover(of condition: Condition) -> DeviceHandover? {
+    func deviceFlows(of condition: Condition) -> DeviceFlows? {
         guard case .match(_, let match) = condition.slot, match.isDevice else { return nil }
         let addresses = match.networks.map(\.address)
-        return DeviceHandover(addresses: addresses, interface: condition.id.interface, condition: condition.id.description)
+        return DeviceFlows(addresses: addresses, interface: condition.id.interface, condition: condition.id.description)
     }
 
-    private func handOverDevice(_ condition: Condition, _ handover: DeviceHandover, step: String, profile: String) {
+    private func handOverDevice(_ condition: Condition, _ handover: DeviceFlows, step: String, profile: String) {
         do {
             guard let resetter else { throw NetlinkError(code: .unsupported, operation: "hand over", reason: "this linkcondd cannot change connections") }
             let moved = try resetter.handOver(handover, inNamespace: try namespaceOfDevice(condition))
@@ -93,10 +93,10 @@ extension Conditioner {
     }
 
     /// The NAT a device's handover left goes with its condition.
-    func endDeviceHandover(of condition: Condition) {
-        guard let handover = deviceHandover(of: condition), let resetter else { return }
+    func endDeviceFlows(of condition: Condition) {
+        guard let handover = deviceFlows(of: condition), let resetter else { return }
         do {
-            try resetter.endHandover(handover, inNamespace: try namespaceOfDevice(condition))
+            try resetter.removeTable(handover, inNamespace: try namespaceOfDevice(condition))
         } catch {
             logger.warning("\(condition.id): cannot remove the handover's table inet \(handover.table): \(error)")
         }

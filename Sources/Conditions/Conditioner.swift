@@ -249,7 +249,7 @@ public actor Conditioner {
     func settle(_ condition: Condition) {
         guard condition.isIdle else { return registry.update(condition) }
         guard registry.remove(condition) else { return registry.update(condition) }
-        endDeviceHandover(of: condition)
+        endDeviceFlows(of: condition)
         // A sandbox that could not be removed keeps its state file: the next daemon tries again.
         let sandboxRemoved = tearDownSandbox(of: condition)
         if condition.sandbox != nil {

@@ -23,11 +23,11 @@ public protocol ConnectionResetter: AnyObject {
     func reset(_ selection: ConnectionSelection, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) -> ResetOutcome
     /// The addresses of `interface` in the daemon's own namespace, network order.
     func addresses(of interface: String) -> [[UInt8]]
-    /// Hands a device behind `interface` over, as from Wi-Fi to LTE (`DeviceHandover`); returns
+    /// Hands a device behind `interface` over, as from Wi-Fi to LTE (`DeviceFlows`); returns
     /// how many of its flows will be translated anew.
-    func handOver(_ handover: DeviceHandover, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) -> Int
-    /// Removes a handover's NAT table; one gone already is fine.
-    func endHandover(_ handover: DeviceHandover, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError)
+    func handOver(_ handover: DeviceFlows, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) -> Int
+    /// Removes a device's table (its handover's NAT, its resets' rules); one gone already is fine.
+    func removeTable(_ handover: DeviceFlows, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError)
 }
 
 /// The kernel's: sock_diag in the namespace, opened for each reset.
@@ -39,6 +39,9 @@ public final class KernelConnectionResetter: ConnectionResetter {
     public init() {}
 
     public func reset(_ selection: ConnectionSelection, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) -> ResetOutcome {
+        if case .forwardedFor(let device) = selection.scope {
+            return try resetForwarded(device, selection, inNamespace: namespace)
+        }
         let diagnostics = if let namespace {
             try SocketDiagnostics(in: NetworkNamespaceFile(path: namespace.path, expected: namespace.identity))
         } else {
@@ -64,16 +67,51 @@ public final class KernelConnectionResetter: ConnectionResetter {
         InterfaceAddress.of(interface).map(\.bytes)
     }
 
-    public func handOver(_ handover: DeviceHandover, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) -> Int {
+    public func handOver(_ handover: DeviceFlows, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) -> Int {
         guard handover.isNameable else {
             throw NetlinkError(code: .invalid, operation: "hand over a device behind \(handover.interface)", errno: EINVAL, reason: "its name holds a quote or a backslash, which nftables rules cannot name")
         }
         let file = try namespace.map { (namespace) throws(NetlinkError) in try NetworkNamespaceFile(path: namespace.path, expected: namespace.identity) }
+        // The flows as they are before the NAT: an entry made after it is a flow translated anew
+        // already, which a deletion would move a second time.
+        let conntrack = try NetfilterSocket(in: file)
+        let flows = try conntrack.connections(from: Set(handover.addresses))
         try NFTablesKernel(namespaceAt: namespace?.path, identity: namespace?.identity).run(handover.commands)
-        return try NetfilterSocket(in: file).deleteConnections(from: Set(handover.addresses))
+        return try conntrack.delete(flows)
     }
 
-    public func endHandover(_ handover: DeviceHandover, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) {
+    /// A device's established TCP connections through this machine, reset at both ends: marked
+    /// in conntrack, answered with a reset by the device's table, and each end asked for a
+    /// segment at once (`ResetProbe`).
+    private func resetForwarded(_ device: DeviceFlows, _ selection: ConnectionSelection, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) -> ResetOutcome {
+        guard device.isNameable else {
+            throw NetlinkError(code: .invalid, operation: "reset a device's connections behind \(device.interface)", errno: EINVAL, reason: "its name holds a quote or a backslash, which nftables rules cannot name")
+        }
+        let file = try namespace.map { (namespace) throws(NetlinkError) in try NetworkNamespaceFile(path: namespace.path, expected: namespace.identity) }
+        let conntrack = try NetfilterSocket(in: file)
+        let flows = try conntrack.connections(from: Set(device.addresses)).filter { flow in
+            flow.protocolNumber == 6 && flow.tcpState == 3 && flow.destination.count == flow.source.count && flow.replyDestination.count == flow.source.count
+                && selection.takesForwarded(remote: flow.destination, devicePort: flow.sourcePort, remotePort: flow.destinationPort)
+        }
+        guard !flows.isEmpty else { return ResetOutcome() }
+        try NFTablesKernel(namespaceAt: namespace?.path, identity: namespace?.identity).run(device.resetRules)
+        for flow in flows { try conntrack.mark(flow, DeviceFlows.resetMark) }
+        let probes = flows.flatMap { flow in
+            [
+                (ResetProbe(from: flow.destination, port: flow.destinationPort, to: flow.source, port: flow.sourcePort, sequence: .random(in: 0...UInt32.max), acknowledgement: .random(in: 0...UInt32.max)), flow.source),
+                (ResetProbe(from: flow.replyDestination, port: flow.replyDestinationPort, to: flow.destination, port: flow.destinationPort, sequence: .random(in: 0...UInt32.max), acknowledgement: .random(in: 0...UInt32.max)), flow.destination),
+            ]
+        }
+        let send = { probes.map { RawPacket.send($0.0.bytes, to: $0.1, mark: DeviceFlows.probeMark) }.first { $0 != 0 } }
+        let failed: Int32? = if let file { try file.whileInside("send a reset's probes", send) } else { send() }
+        if let failed {
+            // The marks stay: each end's next segment is answered with a reset all the same.
+            throw NetlinkError(code: .other, operation: "ask a device's connections for a segment", errno: failed, reason: String(cString: strerror(failed)))
+        }
+        return ResetOutcome(reset: flows.count)
+    }
+
+    public func removeTable(_ handover: DeviceFlows, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) {
         let filter = NFTablesKernel(namespaceAt: namespace?.path, identity: namespace?.identity)
         guard filter.isLoaded, try filter.run("list tables inet\n").contains("table inet \(handover.table)\n") else { return }
         try filter.run(handover.removal)

@@ -255,19 +255,12 @@ public final class QueueResponder: QueuedPacketAnswering, Sendable {
     /// which needs no port of its own.
     private static func sendRaw(_ answer: [UInt8], answering datagram: QueuedDatagram) -> Int32 {
         guard let packet = AnswerDatagram(answering: datagram, payload: answer) else { return EMSGSIZE }
-        let family = datagram.version == 4 ? AF_INET : AF_INET6
-        // IPPROTO_RAW: the packet carries its own IP header (IP_HDRINCL, and IPv6's likewise).
-        let descriptor = socket(family, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), Int32(IPPROTO_RAW))
-        guard descriptor >= 0 else { return errno }
-        defer { close(descriptor) }
-        let to = SocketAddress(datagram.source, port: 0)
-        let sent = to.withPointer { address, length in packet.bytes.withUnsafeBytes { sendto(descriptor, $0.baseAddress, $0.count, 0, address, length) } }
-        return sent == packet.bytes.count ? 0 : errno
+        return RawPacket.send(packet.bytes, to: datagram.source)
     }
 }
 
 /// An IPv4 or IPv6 address and port as the socket calls take them.
-private struct SocketAddress {
+struct SocketAddress {
     private var storage = sockaddr_storage()
     private let length: socklen_t
 

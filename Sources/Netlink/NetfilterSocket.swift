@@ -131,11 +131,19 @@ extension NetfilterSocket {
     /// packet is tracked (and translated) anew. Returns how many went. The kernel's flush filters
     /// by mark alone, so the table is listed and each entry deleted by its original tuple.
     public func deleteConnections(from sources: Set<[UInt8]>) throws(NetlinkError) -> Int {
+        try delete(connections(from: sources))
+    }
+
+    /// Deletes the entries `tuples` name, each only if it is still the entry listed (its CTA_ID);
+    /// returns how many went.
+    package func delete(_ tuples: [ConnectionTuple]) throws(NetlinkError) -> Int {
         var deleted = 0
-        for entry in try connections(from: sources) {
+        for entry in tuples {
             do {
-                // IPCTNL_MSG_CT_DELETE, the entry's own CTA_TUPLE_ORIG as the kernel gave it.
-                try send(.conntrack, 2, family: entry.family, attributes: entry.originalTuple, acknowledged: true, "delete a connection")
+                // IPCTNL_MSG_CT_DELETE, the entry's own CTA_TUPLE_ORIG as the kernel gave it, and its
+                // CTA_ID: an entry made since the listing with the same tuple (the flow's next
+                // packet, translated anew already) is not this one, and stays.
+                try send(.conntrack, 2, family: entry.family, attributes: entry.originalTuple + entry.identifier, acknowledged: true, "delete a connection")
                 deleted += 1
             } catch where error.errno == ENOENT {
                 // Ended on its own since the listing.
@@ -158,13 +166,18 @@ extension NetfilterSocket {
         package var destinationPort: UInt16 = 0
         package var replyDestination: [UInt8] = []
         package var replyDestinationPort: UInt16 = 0
+        /// TCP's state as conntrack tracks it (3: established); `nil` for another protocol.
+        package var tcpState: UInt8?
+        /// The entry's CTA_ID attribute, whole (empty when the listing had none): which entry of
+        /// that tuple it is.
+        package var identifier: [UInt8] = []
     }
 
     /// Sets the mark of the conntrack entry `tuple` names (IPCTNL_MSG_CT_NEW on an entry that is
     /// there changes it). An entry gone since its listing is fine.
     package func mark(_ tuple: ConnectionTuple, _ mark: UInt32) throws(NetlinkError) {
         do {
-            try send(.conntrack, 0, family: tuple.family, attributes: tuple.originalTuple + Self.attribute(8, Self.bigEndian(mark)), acknowledged: true, "mark a connection")
+            try send(.conntrack, 0, family: tuple.family, attributes: tuple.originalTuple + tuple.identifier + Self.attribute(8, Self.bigEndian(mark)), acknowledged: true, "mark a connection")
         } catch where error.errno == ENOENT {
         }
     }
@@ -240,6 +253,9 @@ extension NetfilterSocket {
             tuple.replyDestination = attribute(1, in: reply.value).flatMap { attribute(2, in: $0.value) ?? attribute(4, in: $0.value) }.map { Array($0.value) } ?? []
             tuple.replyDestinationPort = attribute(2, in: reply.value).flatMap { attribute(3, in: $0.value) }.flatMap { bigEndian16($0.value) } ?? 0
         }
+        tuple.identifier = attribute(12, in: attributes).map { Array($0.whole) } ?? []  // CTA_ID
+        // CTA_PROTOINFO, CTA_PROTOINFO_TCP, CTA_PROTOINFO_TCP_STATE.
+        tuple.tcpState = attribute(4, in: attributes).flatMap { attribute(1, in: $0.value) }.flatMap { attribute(1, in: $0.value) }?.value.first
         return tuple
     }
 

@@ -9,7 +9,8 @@ struct Reset: AsyncParsableCommand {
             Each of the condition's connections fails at once in the app (ECONNABORTED on its next \
             read or write) and its far end gets a reset; new connections work. With --to, the \
             connections with that peer; with --netns, --pid or a sandbox, every connection that \
-            leaves that namespace; on an interface, those of its addresses. SSH and the other \
+            leaves that namespace; on an interface, those of its addresses; with --device, the \
+            device's connections through this gateway (ECONNRESET at both ends). SSH and the other \
             management exemptions are never reset.
             """
     )

@@ -17,8 +17,8 @@ struct AnswerDatagramTests {
 
     @Test("RFC 1071's example sums to 0x220d; an odd byte is padded")
     func checksum() {
-        #expect(AnswerDatagram.checksum([0x00, 0x01, 0xF2, 0x03, 0xF4, 0xF5, 0xF6, 0xF7]) == 0x220D)
-        #expect(AnswerDatagram.checksum([0x00, 0x01, 0xF2]) == ~UInt16(0xF201))
+        #expect(RawPacket.internetChecksum([0x00, 0x01, 0xF2, 0x03, 0xF4, 0xF5, 0xF6, 0xF7]) == 0x220D)
+        #expect(RawPacket.internetChecksum([0x00, 0x01, 0xF2]) == ~UInt16(0xF201))
     }
 
     @Test("from the query's destination and port to its source, and a UDP checksum a receiver verifies", arguments: [UInt8(4), 6])
@@ -33,7 +33,7 @@ struct AnswerDatagramTests {
         let udp = Array(answer.bytes[headerLength...])
         #expect(udp[4...5] == [0, 11])
         let pseudoHeader = query.destination + query.source + (version == 4 ? [0, 17, 0, 11] : [0, 0, 0, 11, 0, 0, 0, 17])
-        #expect(AnswerDatagram.checksum(pseudoHeader + udp) == 0)
+        #expect(RawPacket.internetChecksum(pseudoHeader + udp) == 0)
         #expect(answer.bytes.count == headerLength + 11)
         if version == 4 {
             #expect(answer.bytes[2...3] == [0, 31] && answer.bytes[9] == 17)

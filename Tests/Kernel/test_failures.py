@@ -29,7 +29,7 @@ from harness.sandboxes import command_pid, sandboxes, wait_no_leftovers
 from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
 
 VM = "qemu"
-CHECKS = 36 + 32 + 3 + 24 + 5 + 6 + 11 + 7 + 6 + 8
+CHECKS = 36 + 32 + 3 + 24 + 5 + 6 + 11 + 7 + 6 + 8 + 9
 
 CONNECTIONS = Path(__file__).resolve().parent / "harness" / "connections.py"
 PORT = 9400
@@ -713,9 +713,61 @@ def test_handover_of_a_gateway_device(check, daemon, topo, gateway, work):
         daemon.cli("off", *where).ok()
         tables = gateway.namespace.run("nft", "list", "tables", "inet").out
         check.equal("device handover: off, the router holds no handover table", [],
-                    [line for line in tables.splitlines() if "linkcond_handover_" in line])
+                    [line for line in tables.splitlines() if "linkcond_device_" in line])
         check.equal("device handover: off, the device connects", ["ok"], results(tries(first.namespace, gateway.server4, port, count=3)))
     finally:
         stop(watch)
         daemon.cli("off", *where)
         ends.stop()
+
+
+@pytest.mark.debian_kernel
+@pytest.mark.checks(9)
+def test_reset_of_a_gateway_device(check, daemon, topo, gateway, work):
+    """`linkcond reset --device` for a device behind a gateway (its IPv4 address; the connections
+    are the device's own, forwarded by the router, which translates them as a home router does, so
+    that its conntrack tracks them): three of its connections to the server fail at
+    once at both ends (the device's blocked reads and the server's get ECONNRESET), the router's
+    probes having asked each end for a segment that its rules answer with a reset; the device's
+    SSH connection (the exemption) and the other device's connection carry data after it; a new
+    connection from the device opens; the history says so."""
+    first, second = gateway.devices
+    where = ("--netns", gateway.namespace.name, "--interface", gateway.lan, "--device", first.v4)
+    port = PORT + 97
+    ends = Ends(work, "device-reset")
+    nat = "lc_test_router_nat"
+    try:
+        gateway.namespace.run("nft", f"add table ip {nat}; add chain ip {nat} post {{ type nat hook postrouting priority srcnat; }}; "
+                              f"add rule ip {nat} post oifname != {gateway.lan} masquerade").ok()
+        served = ends.serve(topo.server, "0.0.0.0", port, "app")
+        # SSH's port on the server is the probe server's TCP echo.
+        held = ends.hold(first.namespace, gateway.server4, port, RESET_COUNT, "device")
+        to_ssh = ends.hold(first.namespace, gateway.server4, 22, 1, "ssh")
+        other = ends.hold(second.namespace, gateway.server4, port, 1, "other")
+
+        answer, began, answered, output = reset(daemon, *where)
+        check.true("device reset: answered", answer is not None, output if answer is None else "answered", "answered", require=True)
+        check.equal("device reset: connections reset, as the answer counts them", RESET_COUNT, answer.get("reset"))
+        clients = ended(held, RESET_COUNT)
+        check.equal("device reset: what the device's blocked reads got", ["ECONNRESET"] * RESET_COUNT, sorted(e["event"] for e in clients))
+        latest = max((e["at"] for e in clients), default=None)
+        # The device's own sockets hear of it as the router's probes are answered, before the reset
+        # answers (the app, woken, may note it a moment later).
+        check.true("device reset: each as the reset was made (by its answer, + 0.25 s), not on the app's next write",
+                   latest is not None and latest <= answered + 0.25,
+                   None if latest is None else f"{(latest - began) * 1000:.1f} ms after the request, "
+                   f"the answer at {(answered - began) * 1000:.1f} ms", "by the answer + 0.25 s")
+        check.equal("device reset: what the server's blocked reads got", ["ECONNRESET"] * RESET_COUNT,
+                    sorted(e["event"] for e in ended(served, RESET_COUNT)))
+        ends.probe_survivors()
+        check.equal("device reset: the device's SSH connection (exempt) carries data", ["alive"], [e["event"] for e in ended(to_ssh, 1)])
+        check.equal("device reset: the other device's connection carries data", ["alive"], [e["event"] for e in ended(other, 1)])
+        fresh = ends.hold(first.namespace, gateway.server4, port, 1, "fresh", must=False)
+        check.true("device reset: a new connection from the device opens", fresh is not None, "opened" if fresh else "did not open", "opened")
+        resets = [entry.get("detail") for entry in daemon.api.history(20) if entry.get("reason") == "reset"]
+        check.equal("device reset: history, its last reset", f"reset {RESET_COUNT}: TCP connections the device makes through this machine",
+                    resets[-1] if resets else None)
+    finally:
+        ends.stop()
+        daemon.cli("off", *where)
+        gateway.namespace.run("nft", "delete", "table", "ip", nat)

@@ -33,17 +33,17 @@ final class FakeResetter: ConnectionResetter, @unchecked Sendable {
         interfaceAddresses
     }
 
-    private let handovers = Mutex<[(DeviceHandover, String?, ended: Bool)]>([])
+    private let handovers = Mutex<[(DeviceFlows, String?, ended: Bool)]>([])
     /// Each handover asked for and each ended, with its namespace's path, in order.
-    var handoverCalls: [(DeviceHandover, String?, ended: Bool)] { handovers.withLock { $0 } }
+    var handoverCalls: [(DeviceFlows, String?, ended: Bool)] { handovers.withLock { $0 } }
 
-    func handOver(_ handover: DeviceHandover, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) -> Int {
+    func handOver(_ handover: DeviceFlows, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) -> Int {
         handovers.withLock { $0.append((handover, namespace?.path, false)) }
         if let failure { throw failure }
         return 3
     }
 
-    func endHandover(_ handover: DeviceHandover, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) {
+    func removeTable(_ handover: DeviceFlows, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) {
         handovers.withLock { $0.append((handover, namespace?.path, true)) }
     }
 }
@@ -123,12 +123,24 @@ struct ResetConditionTests {
         #expect(await conditioner.status().lease?.holder.uid == TestDaemon.alice.uid, "the lease stays")
     }
 
-    @Test("A gateway device, a host name nobody looked up, a kernel that cannot, no resetter: each refused with its reason")
+    @Test("A gateway device's reset takes its connections through this machine, in the device's namespace; the history says how many")
+    func device() async throws {
+        let resetter = FakeResetter()
+        let conditioner = TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0"]), resetter: resetter)
+        let report = try await conditioner.reset(on: ConditionID(parsing: "eth0@device=192.168.50.10"), by: TestDaemon.root)
+        #expect(report.outcome.reset == 2 && report.connections == "TCP connections the device makes through this machine")
+        guard case .forwardedFor(let device) = try #require(resetter.calls.first).selection.scope else {
+            Issue.record("not the device's forwarded connections: \(resetter.calls)")
+            return
+        }
+        #expect(device.addresses == [[192, 168, 50, 10]] && device.interface == "eth0")
+        #expect(await conditioner.history(limit: 10).last?.detail == "reset 2: TCP connections the device makes through this machine")
+    }
+
+    @Test("A host name nobody looked up, a kernel that cannot, no resetter: each refused with its reason")
     func refusals() async throws {
         let resetter = FakeResetter()
         let conditioner = TestDaemon.conditioner(kernel: FakeKernel(interfaces: ["eth0"]), resetter: resetter)
-        let device = try await expectRefusal(ResetError.self) { try await conditioner.reset(on: ConditionID(parsing: "eth0@device=192.168.50.10"), by: TestDaemon.root) }
-        #expect(device?.reason == .unavailable && device?.errorCode == .resetUnavailable)
         let name = try await expectRefusal(ResetError.self) { try await conditioner.reset(on: ConditionID(parsing: "eth0@api.example.com:443"), by: TestDaemon.root) }
         #expect(name?.errorCode == .badRequest)
         #expect(resetter.calls.isEmpty)
@@ -188,7 +200,7 @@ struct ResetConditionTests {
         _ = try await conditioner.next(on: device, by: TestDaemon.root)
         let handover = try #require(resetter.handoverCalls.first?.0)
         #expect(handover.addresses == [[192, 168, 50, 10]] && handover.interface == "eth0")
-        #expect(handover.table.hasPrefix(DeviceHandover.tablePrefix) && resetter.handoverCalls.map(\.ended) == [false])
+        #expect(handover.table.hasPrefix(DeviceFlows.tablePrefix) && resetter.handoverCalls.map(\.ended) == [false])
         let recorded = await conditioner.history(limit: 10).filter { $0.reason == "handover" }.map(\.detail)
         #expect(recorded == ["step 'LTE': the device's flows continue from a new address and port (3 moved)"])
         _ = try await conditioner.deactivate(on: device, by: TestDaemon.root)
