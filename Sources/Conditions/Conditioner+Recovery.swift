@@ -59,6 +59,10 @@ extension Conditioner {
         for table in defaultCondition.convergence.removeFailureTables(except: ownTables) {
             logger.notice("startup: removed the nftables table inet \(table), which no condition holds")
         }
+        let ownDeviceTables = Set(registry.all.filter { $0.id.namespace == nil }.compactMap { deviceFlows(of: $0)?.table })
+        for table in resetter?.removeDeviceTables(except: ownDeviceTables) ?? [] {
+            logger.notice("startup: removed the nftables table inet \(table), which no device's condition holds")
+        }
         restoreForwardingIfNoSandbox()
     }
 

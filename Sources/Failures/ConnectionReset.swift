@@ -28,6 +28,9 @@ public protocol ConnectionResetter: AnyObject {
     func handOver(_ handover: DeviceFlows, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) -> Int
     /// Removes a device's table (its handover's NAT, its resets' rules); one gone already is fine.
     func removeTable(_ handover: DeviceFlows, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError)
+    /// Removes the device tables in the daemon's own namespace that `kept` does not name (those a
+    /// daemon left for conditions it took with it); returns what it removed.
+    func removeDeviceTables(except kept: Set<String>) -> [String]
 }
 
 /// The kernel's: sock_diag in the namespace, opened for each reset.
@@ -109,6 +112,17 @@ public final class KernelConnectionResetter: ConnectionResetter {
             throw NetlinkError(code: .other, operation: "ask a device's connections for a segment", errno: failed, reason: String(cString: strerror(failed)))
         }
         return ResetOutcome(reset: flows.count)
+    }
+
+    public func removeDeviceTables(except kept: Set<String>) -> [String] {
+        let filter = NFTablesKernel()
+        guard filter.isLoaded, let listing = try? filter.run("list tables inet\n") else { return [] }
+        let stale = listing.split(separator: "\n").compactMap { line -> String? in
+            let words = line.split(separator: " ")
+            guard words.count == 3, words[0] == "table", words[1] == "inet", words[2].hasPrefix(DeviceFlows.tablePrefix) else { return nil }
+            return kept.contains(String(words[2])) ? nil : String(words[2])
+        }
+        return stale.filter { (try? filter.run("delete table inet \($0)\n")) != nil }
     }
 
     public func removeTable(_ handover: DeviceFlows, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) {

@@ -29,7 +29,7 @@ from harness.sandboxes import command_pid, sandboxes, wait_no_leftovers
 from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
 
 VM = "qemu"
-CHECKS = 36 + 32 + 3 + 24 + 5 + 6 + 11 + 7 + 6 + 8 + 9
+CHECKS = 36 + 32 + 3 + 24 + 5 + 7 + 11 + 7 + 6 + 8 + 9
 
 CONNECTIONS = Path(__file__).resolve().parent / "harness" / "connections.py"
 PORT = 9400
@@ -503,7 +503,7 @@ def test_offline_in_a_sandbox(check, daemon, topo, work):
 
 
 @pytest.mark.debian_kernel
-@pytest.mark.checks(6)
+@pytest.mark.checks(7)
 def test_offline_survives_a_crash(check, daemon, topo, work):
     """Offline in force on another namespace (`--netns`), the daemon SIGKILLed: the rules stay,
     so the namespace stays offline; restarted, status and kernel agree; off removes the table; a
@@ -527,8 +527,11 @@ def test_offline_survives_a_crash(check, daemon, topo, work):
 
         # A table no state file accounts for: the daemon that made it is gone, and so is its record.
         topo.client.run("nft", "add", "table", "inet", "linkcond_failures_stale").ok()
+        topo.client.run("nft", "add", "table", "inet", "linkcond_device_stale").ok()
         daemon.restart()
         check.equal("crash: a stale table is removed at start-up", [], failure_tables(topo.client))
+        check.equal("crash: a stale device table (a handover's, a reset's) too", [],
+                    [line for line in topo.client.run("nft", "list", "tables", "inet").out.splitlines() if "linkcond_device_" in line])
     finally:
         daemon.cli("off", "--netns", topo.server.name, "--interface", topo.link.far_if)
         ends.stop()

@@ -46,6 +46,8 @@ final class FakeResetter: ConnectionResetter, @unchecked Sendable {
     func removeTable(_ handover: DeviceFlows, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) {
         handovers.withLock { $0.append((handover, namespace?.path, true)) }
     }
+
+    func removeDeviceTables(except kept: Set<String>) -> [String] { [] }
 }
 
 @Suite("Resetting a condition's connections")
