@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 
 from harness import contract
-from harness.attempts import failure_tables, p99, percentile, results, timing, tries
+from harness.attempts import curl_exit, failure_tables, p99, percentile, results, timing, tries
 from harness.gateway import Gateway, build_gateway
 from harness.profiles import scenario_directory
 from harness.sandboxes import command_pid, sandboxes, wait_no_leftovers
 from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
 
 VM = "qemu"
-CHECKS = 36 + 32 + 3 + 24 + 5 + 7 + 11 + 7 + 6 + 8 + 9
+CHECKS = 36 + 34 + 3 + 26 + 5 + 7 + 11 + 7 + 6 + 8 + 9
 
 CONNECTIONS = Path(__file__).resolve().parent / "harness" / "connections.py"
 PORT = 9400
@@ -350,7 +350,7 @@ def unreachable_rules(namespace) -> list[str]:
 
 
 @pytest.mark.debian_kernel
-@pytest.mark.checks(16)
+@pytest.mark.checks(17)
 @pytest.mark.parametrize("family", ["IPv4", "IPv6"])
 def test_offline_on_the_interface(check, daemon, topo, work, family):
     """`linkcond activate Offline` on the daemon's interface: an established connection's blocked
@@ -386,6 +386,7 @@ def test_offline_on_the_interface(check, daemon, topo, work, family):
         check.equal(f"{family}: 20 connected UDP sockets: the send itself fails, as without a route",
                     ["send ENETUNREACH, then timeout"], results(datagrams))
         check.at_most(f"{family}: UDP fails within 100 ms (p99; {timing(datagrams)})", p99(datagrams), AT_ONCE_MS, "ms")
+        check.equal(f"{family}: curl's exit status (7: couldn't connect)", 7, curl_exit(topo.client, server, port))
         check.equal(f"{family}: SSH's port stays reachable (the exemption)", ["ok"], results(tries(topo.client, server, 22, count=3)))
         check.equal(f"{family}: the kernel holds the condition's table and the unreachable rules",
                     ([f"linkcond_failures_{topo.interface}"], ["-4", "-6"]), (failure_tables(topo.client), unreachable_rules(topo.client)))
@@ -428,7 +429,7 @@ def test_offline_lookups_fail_at_once(check, daemon, topo, work):
 
 
 @pytest.mark.debian_kernel
-@pytest.mark.checks(12)
+@pytest.mark.checks(13)
 @pytest.mark.parametrize("family", ["IPv4", "IPv6"])
 def test_server_down_for_a_peer(check, daemon, topo, work, family):
     """Server Down for one peer's port (the profile for IPv4, `--refuse` for IPv6): 20 new
@@ -455,6 +456,7 @@ def test_server_down_for_a_peer(check, daemon, topo, work, family):
         check.equal(f"{family}: 20 datagrams on connected UDP sockets: sent, then the socket hears ECONNREFUSED",
                     ["ECONNREFUSED"], results(datagrams))
         check.at_most(f"{family}: refused within 100 ms (p99; {timing(datagrams)})", p99(datagrams), AT_ONCE_MS, "ms")
+        check.equal(f"{family}: curl's exit status (7: couldn't connect)", 7, curl_exit(topo.client, server, port))
         check.equal(f"{family}: another port of the same server answers", ["ok"], results(tries(topo.client, server, port + 1, count=3)))
         conditions = {c["id"]: c for c in daemon.api.conditions()}
         entry = next((c for c in conditions.values() if c["id"] != topo.interface), {})

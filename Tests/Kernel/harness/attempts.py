@@ -21,6 +21,13 @@ def tries(namespace, host: str, port: int, proto: str = "tcp", count: int = 20, 
     return json.loads(result.out) if result.rc == 0 else [{"result": f"probe failed: {result.output}", "ms": None}]
 
 
+def curl_exit(namespace, host: str, port: int, timeout: float = 5) -> int:
+    """curl's exit status for http://HOST:PORT/ from NAMESPACE (6: couldn't resolve the host, 7:
+    couldn't connect, 28: timed out, 56: failure receiving), as an app that shells out sees it."""
+    where = f"[{host}]" if ":" in host else host
+    return namespace.run("curl", "-s", "-o", "/dev/null", "-m", str(timeout), f"http://{where}:{port}/", timeout=timeout + 30).rc
+
+
 def lookups(namespace, name: str, count: int = 20) -> list[dict]:
     """COUNT getaddrinfo calls for NAME from NAMESPACE: what each got, and its milliseconds."""
     result = namespace.run(SYSTEM_PYTHON, CONNECTIONS, "lookup", "--name", name, "--count", str(count), timeout=60 + 5 * count)
