@@ -117,17 +117,13 @@ public final class KernelConnectionResetter: ConnectionResetter {
     public func removeDeviceTables(except kept: Set<String>) -> [String] {
         let filter = NFTablesKernel()
         guard filter.isLoaded, let listing = try? filter.run("list tables inet\n") else { return [] }
-        let stale = listing.split(separator: "\n").compactMap { line -> String? in
-            let words = line.split(separator: " ")
-            guard words.count == 3, words[0] == "table", words[1] == "inet", words[2].hasPrefix(DeviceFlows.tablePrefix) else { return nil }
-            return kept.contains(String(words[2])) ? nil : String(words[2])
-        }
+        let stale = ShapingEngine.inetTables(inListing: listing, prefix: DeviceFlows.tablePrefix).filter { !kept.contains($0) }
         return stale.filter { (try? filter.run("delete table inet \($0)\n")) != nil }
     }
 
     public func removeTable(_ handover: DeviceFlows, inNamespace namespace: (path: String, identity: NamespaceIdentity)?) throws(NetlinkError) {
         let filter = NFTablesKernel(namespaceAt: namespace?.path, identity: namespace?.identity)
-        guard filter.isLoaded, try filter.run("list tables inet\n").contains("table inet \(handover.table)\n") else { return }
+        guard filter.isLoaded, ShapingEngine.inetTables(inListing: try filter.run("list tables inet\n"), prefix: handover.table).contains(handover.table) else { return }
         try filter.run(handover.removal)
     }
 }

@@ -32,11 +32,11 @@ public struct DeviceFlows: Equatable, Sendable {
     public static let tablePrefix = "linkcond_device_"
 
     /// Whether nftables can name the interface: not with a quote or a backslash in its name.
-    var isNameable: Bool { !interface.contains("\"") && !interface.contains("\\") }
+    var isNameable: Bool { Planner.quotedName(interface) != nil }
 
     /// The table's NAT chain, written whole in one transaction (the table made if missing).
     var commands: String {
-        let device = "\"" + interface + "\""
+        let device = Planner.quotedName(interface) ?? ""
         let rules = addresses.map { address in
             "add rule inet \(table) postrouting \(address.count == 4 ? "ip" : "ip6") saddr \(formatIPAddress(address)) oifname != \(device) masquerade random\n"
         }

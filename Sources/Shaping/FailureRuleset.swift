@@ -331,7 +331,7 @@ extension Planner {
     }
 
     /// `"eth0"`, or `nil` for a name nftables' quoted strings cannot hold.
-    static func quotedName(_ interface: String) -> String? {
+    package static func quotedName(_ interface: String) -> String? {
         guard !interface.contains("\"") && !interface.contains("\\") else { return nil }
         return "\"\(interface)\""
     }

@@ -124,11 +124,16 @@ extension ShapingEngine {
         removeUnreachableRulesIfUnused()
     }
 
-    /// The names of linkcond's tables in `nft list tables inet`'s output.
+    /// The names of linkcond's failure tables in `nft list tables inet`'s output.
     static func failureTables(inListing listing: String) -> [String] {
+        inetTables(inListing: listing, prefix: FailureRuleset.tablePrefix)
+    }
+
+    /// The names of the inet tables starting with `prefix` in `nft list tables inet`'s output.
+    package static func inetTables(inListing listing: String, prefix: String) -> [String] {
         listing.split(separator: "\n").compactMap { line in
             let words = line.split(separator: " ")
-            guard words.count == 3, words[0] == "table", words[1] == "inet", words[2].hasPrefix(FailureRuleset.tablePrefix) else { return nil }
+            guard words.count == 3, words[0] == "table", words[1] == "inet", words[2].hasPrefix(prefix) else { return nil }
             return String(words[2])
         }
     }
