@@ -69,7 +69,7 @@ public final class NetfilterSocket {
             let count = try receive(into: &reply, operation)
             // NLMSG_ERROR, its code after the header: 0 is the acknowledgement.
             guard count >= 20, Self.hostOrder16(reply[...], 4) == 2 else { continue }
-            let code = -Int32(bitPattern: Self.hostOrder32(reply[...], 16))
+            let code = Self.errorCode(reply[...], 16)
             guard code == 0 else {
                 throw NetlinkError(
                     code: code == EPERM ? .notPermitted : .other, operation: operation, errno: code,
@@ -222,7 +222,7 @@ extension NetfilterSocket {
             case 3:  // NLMSG_DONE
                 return (tuples, true)
             case 2:  // NLMSG_ERROR
-                let code = length >= 20 ? -Int32(bitPattern: hostOrder32(bytes, offset + 16)) : EINVAL
+                let code = length >= 20 ? errorCode(bytes, offset + 16) : EINVAL
                 if code != 0 {
                     throw NetlinkError(code: code == EPERM ? .notPermitted : .other, operation: operation, errno: code, reason: String(cString: strerror(code)))
                 }
@@ -257,6 +257,12 @@ extension NetfilterSocket {
         // CTA_PROTOINFO, CTA_PROTOINFO_TCP, CTA_PROTOINFO_TCP_STATE.
         tuple.tcpState = attribute(4, in: attributes).flatMap { attribute(1, in: $0.value) }.flatMap { attribute(1, in: $0.value) }?.value.first
         return tuple
+    }
+
+    /// The errno of an NLMSG_ERROR, whose header holds it negated; wrapping, since a hostile
+    /// message may hold Int32.min, which has no positive counterpart.
+    static func errorCode(_ bytes: ArraySlice<UInt8>, _ offset: Int) -> Int32 {
+        0 &- Int32(bitPattern: hostOrder32(bytes, offset))
     }
 
     static func bigEndian16(_ bytes: ArraySlice<UInt8>) -> UInt16? {

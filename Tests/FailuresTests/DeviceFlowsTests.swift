@@ -39,7 +39,7 @@ struct DeviceFlowsTests {
         #expect(partial.count == 1 && !partialEnded)
     }
 
-    @Test("hostile listings: a length past the bytes read, an attribute past its message, a source of the wrong size")
+    @Test("hostile listings: a length past the bytes read, an attribute past its message, a source of the wrong size, an error code of Int32.min")
     func hostile() throws {
         let (first, _) = Self.message(family: 2, source: [10, 80, 1, 11])
         var longer = first
@@ -52,6 +52,8 @@ struct DeviceFlowsTests {
         #expect(try NetfilterSocket.connectionTuples(inMessages: ArraySlice(odd), "list").0.isEmpty)
         let refused: [UInt8] = [20, 0, 0, 0, 2, 0, 0, 0] + Array(repeating: 0, count: 8) + [0xFF, 0xFF, 0xFF, 0xFF]  // NLMSG_ERROR -1: EPERM
         #expect(throws: NetlinkError.self) { try NetfilterSocket.connectionTuples(inMessages: ArraySlice(refused), "list") }
+        let unnegatable: [UInt8] = [20, 0, 0, 0, 2, 0, 0, 0] + Array(repeating: 0, count: 8) + [0x00, 0x00, 0x00, 0x80]  // Int32.min: no errno negates it
+        #expect(throws: NetlinkError.self) { try NetfilterSocket.connectionTuples(inMessages: ArraySlice(unnegatable), "list") }
     }
 
     @Test("the handover's NAT: the device's addresses leave anywhere but back through its interface, translated at random, ahead of the machine's own NAT")

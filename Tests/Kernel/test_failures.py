@@ -8,7 +8,9 @@ another network namespace (`--netns`: every connection that leaves it), and as a
 (`reset: true`) begins. Debian's kernel under
 qemu: User-mode Linux's has no CONFIG_INET_DIAG_DESTROY, which test_errors checks is refused.
 
-Functional: a failure at once is bounded by the reset's own answer, not by a clock.
+A reset's failure at once is bounded by the reset's own answer, not by a clock: functional. The
+tests that hold a new connection's failure to 100 ms are timed (the machine to themselves): beside
+make test's builds, one try in 20 once took 117 ms of a host that held the VM up.
 """
 
 from __future__ import annotations
@@ -349,6 +351,7 @@ def unreachable_rules(namespace) -> list[str]:
             if "fwmark 0x6c630001 unreachable" in namespace.run("ip", family, "rule", "show").out]
 
 
+@pytest.mark.timed
 @pytest.mark.debian_kernel
 @pytest.mark.checks(17)
 @pytest.mark.parametrize("family", ["IPv4", "IPv6"])
@@ -428,6 +431,7 @@ def test_offline_lookups_fail_at_once(check, daemon, topo, work):
         shutil.rmtree(netns_etc, ignore_errors=True)
 
 
+@pytest.mark.timed
 @pytest.mark.debian_kernel
 @pytest.mark.checks(13)
 @pytest.mark.parametrize("family", ["IPv4", "IPv6"])
@@ -451,11 +455,11 @@ def test_server_down_for_a_peer(check, daemon, topo, work, family):
                     [e["event"] for e in ended(held, 1)])
         connects = tries(topo.client, server, port)
         check.equal(f"{family}: 20 new TCP connections", ["ECONNREFUSED"], results(connects))
-        check.at_most(f"{family}: refused within 100 ms (p99; {timing(connects)})", p99(connects), AT_ONCE_MS, "ms")
+        check.at_most(f"{family}: TCP refused within 100 ms (p99; {timing(connects)})", p99(connects), AT_ONCE_MS, "ms")
         datagrams = tries(topo.client, server, port, "udp")
         check.equal(f"{family}: 20 datagrams on connected UDP sockets: sent, then the socket hears ECONNREFUSED",
                     ["ECONNREFUSED"], results(datagrams))
-        check.at_most(f"{family}: refused within 100 ms (p99; {timing(datagrams)})", p99(datagrams), AT_ONCE_MS, "ms")
+        check.at_most(f"{family}: UDP refused within 100 ms (p99; {timing(datagrams)})", p99(datagrams), AT_ONCE_MS, "ms")
         check.equal(f"{family}: curl's exit status (7: couldn't connect)", 7, curl_exit(topo.client, server, port))
         check.equal(f"{family}: another port of the same server answers", ["ok"], results(tries(topo.client, server, port + 1, count=3)))
         conditions = {c["id"]: c for c in daemon.api.conditions()}
@@ -478,6 +482,7 @@ def test_server_down_for_a_peer(check, daemon, topo, work, family):
         ends.stop()
 
 
+@pytest.mark.timed
 @pytest.mark.debian_kernel
 @pytest.mark.checks(5)
 def test_offline_in_a_sandbox(check, daemon, topo, work):
@@ -544,6 +549,7 @@ def gateway(topo, server) -> Gateway:
     return build_gateway(topo, server)
 
 
+@pytest.mark.timed
 @pytest.mark.debian_kernel
 @pytest.mark.checks(11)
 def test_offline_for_a_gateway_device(check, daemon, topo, gateway, work):
