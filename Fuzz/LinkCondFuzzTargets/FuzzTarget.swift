@@ -70,6 +70,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         if let (tuples, _) = try? NetfilterSocket.connectionTuples(inMessages: bytes[...], "fuzz") {
             precondition(tuples.allSatisfy { $0.source.count == 4 || $0.source.count == 16 }, "a source that is no address")
         }
+        // The bytes as the kernel's drop monitor's alerts (family 0x1d, as a seed has it), and as its family's description.
+        for alert in DropMonitorSocket.alerts(inMessages: bytes[...], family: 0x1D) {
+            precondition(alert.length >= UInt32(alert.payload.count), "an alert shorter than its payload")
+        }
+        _ = try? DropMonitorSocket.familyAndGroup(inReply: bytes[...], "fuzz")
         // The bytes as a whole packet, and as a query alone.
         let datagram = QueuedDatagram(packet: bytes[...])
         let payload = datagram?.payload ?? bytes[...]

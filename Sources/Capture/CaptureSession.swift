@@ -6,6 +6,8 @@ import Pcapng
 /// the interface after its uplink tree; what leaves the IFB after its downlink tree, or what
 /// arrives when the condition has no tree), each packet flagged inbound or outbound as the app
 /// sees it, and the condition's changes as notes at their time on an interface of their own.
+/// Kept when asked: the packets the condition's trees dropped, on a third interface, each at the
+/// time the kernel dropped it, its comment saying why (`DroppedPackets`).
 ///
 /// Nothing runs between polls: the owner polls as often as it wants the stream to move, and a
 /// poll returns at most `pollBytes` of blocks. While nobody polls, the kernel's rings fill and
@@ -75,10 +77,15 @@ public final class CaptureSession {
     /// `taps`' order: the uplink's, then the downlink's.
     private static let downlink = 1
     public private(set) var packetsWritten: UInt64 = 0
+    /// The dropped packets written (on `droppedInterface`), not counted in `packetsWritten`.
+    public private(set) var droppedWritten: UInt64 = 0
+    private var dropped: DroppedPackets?
     private static let packetInterface: UInt32 = 0
     private static let notesInterface: UInt32 = 1
+    private static let droppedInterface: UInt32 = 2
 
-    public init(_ scope: Scope, limits: Limits = Limits()) throws(CaptureError) {
+    /// - Parameter keepingDropped: also write the packets the condition's trees drop, marked.
+    public init(_ scope: Scope, limits: Limits = Limits(), keepingDropped: Bool = false) throws(CaptureError) {
         self.scope = scope
         self.limits = limits
         self.startNanoseconds = Self.now()
@@ -91,6 +98,27 @@ public final class CaptureSession {
         // read as it arrives back, right after its tree.
         taps.append(try tap(scope.interface, outgoing: !scope.filter.portIsLocalServer, leg: .uplink))
         taps.append(try downlinkTap(through: scope.ifb))
+        dropped = keepingDropped ? try DroppedPackets(
+            attribution: DropAttribution(
+                hardwareAddress: try Self.hardwareAddress(of: scope.interface, in: namespace),
+                leaving: scope.filter.expression(for: .uplink), arriving: scope.filter.expression(for: .downlink), snapLength: limits.snapLength
+            ),
+            snapLength: limits.snapLength
+        ) : nil
+    }
+
+    private static func hardwareAddress(of interface: String, in namespace: NetworkNamespaceFile?) throws(CaptureError) -> [UInt8] {
+        do {
+            let socket = if let namespace { try NetlinkSocket(in: namespace) } else { try NetlinkSocket() }
+            guard let link = try socket.link(named: interface) else {
+                throw CaptureError(.namespaceGone, "cannot keep the dropped packets of \(interface): it is gone")
+            }
+            return link.hardwareAddress
+        } catch let error as CaptureError {
+            throw error
+        } catch {
+            throw CaptureError(.kernelRefused, "cannot keep the dropped packets of \(interface): \(error)")
+        }
     }
 
     private func tap(_ device: String, outgoing: Bool, leg: CaptureFilter.Leg) throws(CaptureError) -> Tap {
@@ -138,6 +166,10 @@ public final class CaptureSession {
                 description: "linkcond condition on \(scope.targetName): both directions after the condition\(filter)"
             )
             + writer.interface(.notes, snapLength: 65_535, name: "linkcond", description: "the condition's changes, each a note at its time")
+            + (dropped == nil ? [] : writer.interface(
+                .ethernet, snapLength: UInt32(limits.snapLength), name: "\(scope.targetName) dropped",
+                description: "the packets the condition dropped (loss, full queues), each at the time the kernel dropped it; its comment says why"
+            ))
     }
 
     /// `notes` (each at its CLOCK_REALTIME time) and the packets waiting, as pcapng blocks in
@@ -172,9 +204,25 @@ public final class CaptureSession {
             }
         }
         packetsWritten += packets
+        for drop in try dropped?.read(upTo: 64) ?? [] {
+            let direction: PacketDirection = drop.leaving != scope.facesTheApp ? .outbound : .inbound
+            let comment = "dropped by the condition (\(drop.reason)) as it \(drop.leaving ? "left" : "came in at") \(scope.interface)"
+            entries.append((drop.packet.nanoseconds, writer.packet(
+                interface: Self.droppedInterface, nanoseconds: drop.packet.nanoseconds, data: drop.packet.data, length: drop.packet.length,
+                direction: direction, comment: comment
+            )))
+            droppedWritten += 1
+        }
         entries.sort { $0.0 < $1.0 }
         return entries.flatMap(\.1)
     }
+
+    /// Whether the kernel's drop monitor lost alerts for this capture (its socket was full):
+    /// the dropped packets kept are then fewer than those dropped.
+    public var droppedOverran: Bool { dropped?.overran ?? false }
+
+    /// Whether the capture keeps the dropped packets.
+    public var keepsDropped: Bool { dropped != nil }
 
     /// The closing statistics: packets the kernel passed to the capture, those it dropped
     /// (a ring full), those the condition dropped (`conditionDrops`, when known), those written.

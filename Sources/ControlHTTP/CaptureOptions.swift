@@ -2,7 +2,8 @@ import Capture
 import LinkCondVocabulary
 
 /// A capture's limits, from `GET …/capture?for=30s&count=1000&snaplen=256`: it ends at the
-/// first one reached, or when the client hangs up.
+/// first one reached, or when the client hangs up. `dropped=keep` also writes the packets the
+/// condition dropped, marked.
 package struct CaptureOptions: Sendable, Equatable {
     /// The longest a capture may run.
     static let longest = LeaseDuration(milliseconds: 24 * 3_600_000)
@@ -11,17 +12,25 @@ package struct CaptureOptions: Sendable, Equatable {
     var duration: LeaseDuration?
     var count: UInt64?
     var snapLength: Int32 = CaptureSession.Limits.defaultSnapLength
+    var keepDropped = false
 
-    init(duration: LeaseDuration? = nil, count: UInt64? = nil, snapLength: Int32 = CaptureSession.Limits.defaultSnapLength) {
+    init(duration: LeaseDuration? = nil, count: UInt64? = nil, snapLength: Int32 = CaptureSession.Limits.defaultSnapLength, keepDropped: Bool = false) {
         self.duration = duration
         self.count = count
         self.snapLength = snapLength
+        self.keepDropped = keepDropped
     }
 
     init(query: [String: String]) throws(ControlError) {
-        let known: Set = ["for", "count", "snaplen"]
+        let known: Set = ["for", "count", "snaplen", "dropped"]
         if let unknown = query.keys.sorted().first(where: { !known.contains($0) }) {
-            throw .badRequest("a capture takes for, count and snaplen; '\(APICall.printable(unknown))' is not one of them")
+            throw .badRequest("a capture takes for, count, snaplen and dropped; '\(APICall.printable(unknown))' is not one of them")
+        }
+        if let text = query["dropped"] {
+            guard ["keep", "count"].contains(text) else {
+                throw .badRequest("dropped must be keep (the packets the condition dropped written too, marked) or count (the default: counted in the statistics); not '\(APICall.printable(text))'")
+            }
+            keepDropped = text == "keep"
         }
         if let text = query["for"] {
             do {

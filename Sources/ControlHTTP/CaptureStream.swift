@@ -57,7 +57,7 @@ package struct CaptureStream: Sendable {
             facesTheApp: grant.facesTheApp, targetName: grant.condition.description
         )
         do {
-            let session = try CaptureSession(scope, limits: CaptureSession.Limits(snapLength: options.snapLength))
+            let session = try CaptureSession(scope, limits: CaptureSession.Limits(snapLength: options.snapLength), keepingDropped: options.keepDropped)
             notes.add(grant.firstNote)
             return .running(Running(session: session, grant: grant, notes: notes, dropsAtStart: await drops(of: grant.condition)))
         } catch {
@@ -115,7 +115,8 @@ package struct CaptureStream: Sendable {
                 try await sleep(blocks.isEmpty ? Self.quietPoll : Self.busyPoll)
             }
             let dropped = await droppedSince(running)
-            let comment = "\(written) packets written; \(dropped.map { "\($0) dropped by the condition" } ?? "the condition's drops unknown"); ended: \(ending)"
+            let comment = "\(written) packets written; \(dropped.map { "\($0) dropped by the condition" } ?? "the condition's drops unknown")"
+                + Self.keptDrops(running.session) + "; ended: \(ending)"
             try await write(ByteBuffer(bytes: running.session.statistics(conditionDrops: dropped, comment: comment)))
         } catch let error as CaptureError {
             ending = "reading failed: \(error)"
@@ -124,6 +125,13 @@ package struct CaptureStream: Sendable {
             // Writing failed: the client went away, or the daemon is stopping.
         }
         await conditioner.endCapture(running.grant, by: requester, detail: "\(written) packets written (\(ending))")
+    }
+
+    /// What the statistics' comment says of the dropped packets kept, when the capture keeps them.
+    static func keptDrops(_ session: CaptureSession) -> String {
+        guard session.keepsDropped else { return "" }
+        let lost = session.droppedOverran ? " (the kernel's drop monitor lost some: its socket was full)" : ""
+        return ", \(session.droppedWritten) of them kept in the trace\(lost)"
     }
 
     /// Ends a capture that never streamed.

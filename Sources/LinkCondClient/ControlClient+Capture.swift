@@ -15,16 +15,21 @@ public struct CaptureLimits: Sendable, Equatable {
     public var count: UInt64?
     /// The bytes of each packet kept (64 to 262 144).
     public var snapLength: Int?
+    /// Also write the packets the condition dropped, each marked with why.
+    public var keepDropped: Bool
 
-    public init(duration: String? = nil, count: UInt64? = nil, snapLength: Int? = nil) {
+    public init(duration: String? = nil, count: UInt64? = nil, snapLength: Int? = nil, keepDropped: Bool = false) {
         self.duration = duration
         self.count = count
         self.snapLength = snapLength
+        self.keepDropped = keepDropped
     }
 
     var query: String {
-        let items = [duration.map { "for=\(PercentEncoding.encode($0))" }, count.map { "count=\($0)" }, snapLength.map { "snaplen=\($0)" }]
-            .compactMap { $0 }
+        let items = [
+            duration.map { "for=\(PercentEncoding.encode($0))" }, count.map { "count=\($0)" }, snapLength.map { "snaplen=\($0)" },
+            keepDropped ? "dropped=keep" : nil,
+        ].compactMap { $0 }
         return items.isEmpty ? "" : "?" + items.joined(separator: "&")
     }
 }

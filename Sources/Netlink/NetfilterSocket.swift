@@ -14,27 +14,9 @@ public final class NetfilterSocket {
 
     /// Opens a socket in the namespace `file` (the daemon's own when `nil`).
     public init(in file: NetworkNamespaceFile?) throws(NetlinkError) {
-        func openSocket() -> (Int32, Int32) {
-            let descriptor = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 12 /* NETLINK_NETFILTER */)
-            return (descriptor, errno)
-        }
-        let (descriptor, error) = if let file { try file.whileInside("open a netfilter socket", openSocket) } else { openSocket() }
-        guard descriptor >= 0 else {
-            throw NetlinkError(code: error == EPERM ? .notPermitted : .other, operation: "open a netfilter socket", errno: error, reason: String(cString: strerror(error)))
-        }
-        self.descriptor = descriptor
+        descriptor = try RawNetlinkSocket.open(protocolNumber: 12 /* NETLINK_NETFILTER */, in: file, receiveBuffer: 1 << 20, "open a netfilter socket")
         var on: Int32 = 1
-        var buffer: Int32 = 1 << 20
         _ = setsockopt(descriptor, 270 /* SOL_NETLINK */, 5 /* NETLINK_NO_ENOBUFS */, &on, socklen_t(MemoryLayout<Int32>.size))
-        _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
-        // sockaddr_nl: the family, padding, port id 0 (the kernel picks), no groups.
-        let address: [UInt8] = [UInt8(AF_NETLINK), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
-        let bound = address.withUnsafeBytes { bind(descriptor, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count)) }
-        guard bound == 0 else {
-            let error = errno
-            close(descriptor)
-            throw NetlinkError(code: .other, operation: "bind a netfilter socket", errno: error, reason: String(cString: strerror(error)))
-        }
     }
 
     deinit {

@@ -11,14 +11,17 @@ public struct LinkInfo: Sendable, Equatable {
     public var mtu: UInt32
     /// A veth's other end, by its index in its own namespace (IFLA_LINK); `nil` when none is said.
     public var peerIndex: Int32?
+    /// Its link-layer address (IFLA_ADDRESS): six bytes on Ethernet and veth, zeros on loopback.
+    public var hardwareAddress: [UInt8]
 
-    public init(index: Int32, name: String, kind: String?, isUp: Bool, mtu: UInt32, peerIndex: Int32? = nil) {
+    public init(index: Int32, name: String, kind: String?, isUp: Bool, mtu: UInt32, peerIndex: Int32? = nil, hardwareAddress: [UInt8] = []) {
         self.index = index
         self.name = name
         self.kind = kind
         self.isUp = isUp
         self.mtu = mtu
         self.peerIndex = peerIndex
+        self.hardwareAddress = hardwareAddress
     }
 }
 
@@ -43,13 +46,18 @@ extension NetlinkSocket {
         guard let pointer else { return nil }
         let link = NetlinkObject(pointer)
         let peer = rtnl_link_get_link(link.pointer)
+        var hardwareAddress: [UInt8] = []
+        if let address = rtnl_link_get_addr(link.pointer), let bytes = nl_addr_get_binary_addr(address) {
+            hardwareAddress = Array(UnsafeRawBufferPointer(start: bytes, count: Int(nl_addr_get_len(address))))
+        }
         return LinkInfo(
             index: rtnl_link_get_ifindex(link.pointer),
             name: String(cString: rtnl_link_get_name(link.pointer)),
             kind: rtnl_link_get_type(link.pointer).map { String(cString: $0) },
             isUp: rtnl_link_get_flags(link.pointer) & UInt32(IFF_UP) != 0,
             mtu: rtnl_link_get_mtu(link.pointer),
-            peerIndex: peer > 0 ? peer : nil
+            peerIndex: peer > 0 ? peer : nil,
+            hardwareAddress: hardwareAddress
         )
     }
 

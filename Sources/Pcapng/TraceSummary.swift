@@ -40,12 +40,16 @@ public struct TraceSummary: Sendable, Equatable, Codable {
 
     public init(_ trace: PcapngReader) {
         var builder = Builder()
+        // The condition's packets are the first Ethernet interface's; a later one holds those it
+        // dropped (`--keep-dropped`), which never reached the far end.
+        let conditionInterface = trace.interfaces.firstIndex { $0.link == LinkType.ethernet.rawValue }
         for packet in trace.packets {
-            guard trace.interfaces[packet.interface].link == LinkType.ethernet.rawValue else {
-                if trace.interfaces[packet.interface].link != LinkType.notes.rawValue { builder.unreadable += 1 }
-                continue
+            let link = trace.interfaces[packet.interface].link
+            if packet.interface == conditionInterface {
+                builder.add(packet)
+            } else if link != LinkType.ethernet.rawValue && link != LinkType.notes.rawValue {
+                builder.unreadable += 1
             }
-            builder.add(packet)
         }
         self = builder.summary()
     }

@@ -24,6 +24,7 @@ struct Capture: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var target: TargetOptions
+    @OptionGroup var dropped: DroppedPacketsOption
 
     @Option(name: .customShort("w"), help: ArgumentHelp("The pcapng file to write, replacing it; '-' for stdout.", valueName: "file"))
     var file: String
@@ -96,7 +97,7 @@ struct Capture: AsyncParsableCommand {
         defer { output.close() }
         let client = connection.client
         let condition = target.condition
-        let limits = CaptureLimits(duration: duration, count: count, snapLength: snaplen)
+        let limits = CaptureLimits(duration: duration, count: count, snapLength: snaplen, keepDropped: dropped.keepDropped)
         let capture = Task {
             try await client.capture(condition: condition, limits: limits, stop: stop) { chunk in try output.write(chunk) }
         }

@@ -42,6 +42,7 @@ struct Run: AsyncParsableCommand {
     var jsonSummary: String?
     @Option(help: ArgumentHelp("Write the command's packets under its condition to this pcapng file, from before it starts to after it ends (with --isolated, its sandbox's alone); the summary then names what the command talked to and warns of every plaintext HTTP request.", valueName: "file"))
     var capture: String?
+    @OptionGroup var dropped: DroppedPacketsOption
     @Argument(parsing: .captureForPassthrough, help: "The command and its arguments, after --.") var command: [String] = []
 
     func validate() throws {
@@ -59,6 +60,9 @@ struct Run: AsyncParsableCommand {
         }
         if isolated, target.condition != nil {
             throw ValidationError("--isolated makes a network of its own for the command; it takes no --interface, --netns, --pid, --to or --device")
+        }
+        if dropped.keepDropped && capture == nil {
+            throw ValidationError("--keep-dropped keeps the dropped packets in the trace --capture writes; give --capture FILE")
         }
         if capture == "-" {
             throw ValidationError("--capture needs a file: stdout is the command's")
@@ -82,6 +86,7 @@ struct Run: AsyncParsableCommand {
         )
         let arguments = self.arguments
         let capturePath = capture
+        let keepDropped = dropped.keepDropped
         let told = Atomic<Bool>(false)
         let outcome: (Ran, LeaseOutcome)
         do {
@@ -101,7 +106,7 @@ struct Run: AsyncParsableCommand {
                 let before = await counters()
                 var recording: TraceRecording?
                 if let capturePath {
-                    recording = try await TraceRecording.start(client: client, condition: status.id, path: capturePath)
+                    recording = try await TraceRecording.start(client: client, condition: status.id, path: capturePath, keepDropped: keepDropped)
                 }
                 let started = ContinuousClock.now
                 let exitStatus: Int32

@@ -27,13 +27,13 @@ final class TraceRecording: Sendable {
     }
 
     /// A capture of `condition` that has begun (its first bytes written), or the daemon's refusal.
-    static func start(client: ControlClient, condition: String, path: String) async throws -> TraceRecording {
+    static func start(client: ControlClient, condition: String, path: String, keepDropped: Bool = false) async throws -> TraceRecording {
         let output = TraceOutput(path: path)
         let state = State()
         let stopper = CaptureStop()
         let task = Task {
             defer { state.end() }
-            try await client.capture(condition: condition, stop: stopper) { chunk in try output.write(chunk) }
+            try await client.capture(condition: condition, limits: CaptureLimits(keepDropped: keepDropped), stop: stopper) { chunk in try output.write(chunk) }
         }
         let deadline = ContinuousClock.now + client.replyTimeout
         while !output.hasBegun, !state.hasEnded, ContinuousClock.now < deadline {

@@ -20,7 +20,7 @@ import pytest
 from harness.packet_traces import READER_ENVIRONMENT, capinfos, gaps_ms, read_trace, statistics
 from harness.system import SYSTEM_PYTHON, as_stranger, spawn, stop, wait_until
 
-CHECKS = 14 + 3 + 5 + 5 + 8 + 3 + 4 + 2 + 6 + 8 + 5
+CHECKS = 14 + 3 + 5 + 5 + 8 + 3 + 10 + 4 + 2 + 6 + 8 + 5
 
 HARNESS = Path(__file__).resolve().parent / "harness"
 #: What harness/dns_server.py answers for every name under linkcond.test.
@@ -32,6 +32,7 @@ PROFILES = {
     "lc-trace-before.yaml": f"name: LC Capture Before\ndownlink: {{ delay: {DOWN_BEFORE}ms }}\nuplink: {{ delay: {UP}ms }}\n",
     "lc-trace-after.yaml": f"name: LC Capture After\ndownlink: {{ delay: {DOWN_AFTER}ms }}\nuplink: {{ delay: {UP}ms }}\n",
     "lc-trace-loss.yaml": "name: LC Capture Loss\ndownlink: { loss: 50% }\n",
+    "lc-trace-loss-both.yaml": "name: LC Capture Loss Both\ndownlink: { loss: 30% }\nuplink: { loss: 30% }\n",
 }
 #: A reply is captured this long after its request at most beyond the downlink's delay: netem
 #: fires within 0.1 ms under User-mode Linux; the rest is the server's answer and the machine.
@@ -212,6 +213,54 @@ def test_the_condition_s_drops_are_counted(check, daemon, topo, work):
     counts = statistics(trace_file)
     check.equal("the statistics: the condition's drops are the replies lost", 40 - replies, counts.get("condition_drops"))
     check.contains("the statistics' comment says so", counts.get("comment", ""), "dropped by the condition")
+
+
+@pytest.mark.debian_kernel
+@pytest.mark.checks(10)
+def test_dropped_packets_are_kept_and_marked(check, daemon, topo, work):
+    """`capture --keep-dropped` under 30% loss each way, 40 pings of each family: every request
+    is in the trace once, on the interface's side if it crossed the uplink, on the `… dropped`
+    interface if the uplink dropped it; every reply to a request that crossed likewise; each
+    dropped one outbound or inbound as it went, its comment saying the kernel's reason; as many
+    kept as the condition's counters say it dropped; the kernel's drop monitor stopped after it.
+    Debian's kernel (qemu): its drop monitor reports each packet a queueing discipline frees."""
+    trace_file = work / "dropped.pcapng"
+    daemon.cli("activate", "LC Capture Loss Both").ok()
+
+    def traffic():
+        ping(topo, "IPv4", 40)
+        ping(topo, "IPv6", 40)
+
+    capture = begin_capture(daemon, trace_file, "--keep-dropped", "--for", "15s")
+    try:
+        traffic()
+        _, errors = capture.communicate(timeout=30)
+    finally:
+        stop(capture)
+    check.true("capture --keep-dropped: its exit status", capture.returncode == 0, f"{capture.returncode}: {(errors or b'').decode().strip()}", 0)
+    trace = read_trace(trace_file)
+    check.equal("tshark reads it without a word", (0, ""), (trace.rc, trace.stderr.strip()))
+    kept = [p for p in trace.packets if p.interface.endswith(" dropped")]
+    for family in ("IPv4", "IPv6"):
+        def sequences(kind, direction, dropped):
+            return sorted(p.sequence for p in trace.echoes(family, kind, direction) if p.interface.endswith(" dropped") == dropped)
+
+        sent, lost_up = sequences("request", "out", False), sequences("request", "out", True)
+        answered, lost_down = sequences("reply", "in", False), sequences("reply", "in", True)
+        check.true(f"{family}: each request once, crossed or kept as dropped on the uplink ({len(lost_up)} dropped)",
+                   sorted(sent + lost_up) == list(range(1, 41)), f"crossed {sent}; dropped {lost_up}", "1 to 40, each once")
+        check.true(f"{family}: each reply to a request that crossed once, arrived or kept as dropped on the downlink ({len(lost_down)} dropped)",
+                   sorted(answered + lost_down) == sent, f"arrived {answered}; dropped {lost_down}", f"the {len(sent)} that crossed, each once")
+    reasons = sorted({p.comment.split(")")[0] + ")" for p in kept})
+    check.equal("each dropped packet's comment: the kernel's reason, a queueing discipline's drop", ["dropped by the condition (QDISC_DROP)"],
+                reasons)
+    counts = statistics(trace_file)
+    check.equal(f"as many kept as the condition's counters say it dropped while the capture ran ({counts.get('comment', '')})",
+                counts.get("condition_drops"), len(kept))
+    check.contains("the statistics' comment says how many were kept", counts.get("comment", ""), f"{len(kept)} of them kept in the trace")
+    # Running, the monitor holds a reference to its module; stopped, none.
+    check.equal("after the capture, the kernel's drop monitor stopped (its module's references)", "0",
+                Path("/sys/module/drop_monitor/refcnt").read_text().strip())
 
 
 @pytest.mark.checks(4)

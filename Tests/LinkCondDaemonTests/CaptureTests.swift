@@ -14,10 +14,19 @@ import Testing
 struct CaptureTests {
     @Test("A capture's limits out of range, or unknown, are a 400", arguments: [
         "count=0", "count=1000000001", "count=x", "snaplen=63", "snaplen=262145", "for=0s", "for=25h", "for=soon", "every=1",
+        "dropped=all", "dropped=",
     ])
     func badOptions(query: String) {
         let request = ControlRequest(method: .GET, uri: "/v1/condition/capture?\(query)", body: [], requester: TestDaemon.root)
         #expect(throws: ControlError.self) { try APICall.parse(request) }
+    }
+
+    @Test("dropped=keep asks for the dropped packets too; dropped=count is the default")
+    func keepDropped() throws {
+        let keep = ControlRequest(method: .GET, uri: "/v1/conditions/eth0/capture?dropped=keep&for=5s", body: [], requester: TestDaemon.root)
+        #expect(try APICall.parse(keep) == .capture(ConditionID(interface: "eth0"), CaptureOptions(duration: LeaseDuration(milliseconds: 5_000), keepDropped: true)))
+        let count = ControlRequest(method: .GET, uri: "/v1/condition/capture?dropped=count", body: [], requester: TestDaemon.root)
+        #expect(try APICall.parse(count) == .capture(nil, CaptureOptions()))
     }
 
     @Test("Only GET captures")
