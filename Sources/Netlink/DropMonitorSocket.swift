@@ -26,6 +26,8 @@ public final class DropMonitorSocket {
     public let descriptor: Int32
     private let family: UInt16
     private let eventsGroup: UInt32
+    /// One datagram: an alert holds up to 64 KiB of packet and a few hundred bytes of attributes.
+    private var buffer = [UInt8](repeating: 0, count: 68 * 1024)
 
     static let genericNetlink: Int32 = 16  // NETLINK_GENERIC
     static let controller: UInt16 = 0x10  // GENL_ID_CTRL
@@ -111,8 +113,6 @@ public final class DropMonitorSocket {
     public func alerts(upTo limit: Int) throws(NetlinkError) -> (alerts: [Alert], overran: Bool) {
         var alerts: [Alert] = []
         var overran = false
-        // An alert holds up to 64 KiB of packet and a few hundred bytes of attributes.
-        var buffer = [UInt8](repeating: 0, count: 68 * 1024)
         for _ in 0..<limit {
             do {
                 let count = try Self.receive(descriptor, into: &buffer, waiting: false, "read the kernel's drop monitor")

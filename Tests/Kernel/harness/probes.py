@@ -63,7 +63,14 @@ class ProbeServer:
     def _ready(self) -> bool:
         if self.process.poll() is not None:
             raise HarnessError(f"the probe server exited {self.process.returncode}:\n{self.log.read_text()[-2000:]}")
-        return self.ctl.exists() and self.call({"op": "ping"}, timeout=5).get("ok") is True
+        if not self.ctl.exists():
+            return False
+        try:
+            return self.call({"op": "ping"}, timeout=5).get("ok") is True
+        except ProbeFailed:
+            # Bound but not yet listening (connection refused), or silent: `start` gives up
+            # after its 30 s and says so.
+            return False
 
     def call(self, request: dict, timeout: float = 120) -> dict:
         """One request on the control socket; ProbeFailed when it does not answer."""
