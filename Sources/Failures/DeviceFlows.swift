@@ -34,15 +34,29 @@ public struct DeviceFlows: Equatable, Sendable {
     /// Whether nftables can name the interface: not with a quote or a backslash in its name.
     var isNameable: Bool { Planner.quotedName(interface) != nil }
 
-    /// The table's NAT chain, written whole in one transaction (the table made if missing).
+    /// The table's NAT chain, written whole in one transaction (the table made if missing), and
+    /// its handover chain: a TCP segment of the device's, either way, that begins no connection
+    /// yet is new to conntrack (a connection from before the handover, its entry deleted) is
+    /// answered with a reset, as the far end of a real handover answers; a datagram to the
+    /// device that is new to conntrack (an answer to the old mapping) is lost, as on a real
+    /// handover. Without them, a packet from the server that came first would be tracked anew
+    /// untranslated, and the flow would live on unmoved.
     var commands: String {
         let device = Planner.quotedName(interface) ?? ""
         let rules = addresses.map { address in
             "add rule inet \(table) postrouting \(address.count == 4 ? "ip" : "ip6") saddr \(formatIPAddress(address)) oifname != \(device) masquerade random\n"
         }
+        let resets = addresses.flatMap { address in
+            let family = address.count == 4 ? "ip" : "ip6"
+            return ["saddr", "daddr"].map { side in
+                "add rule inet \(table) handover \(family) \(side) \(formatIPAddress(address)) ct state new tcp flags & (fin | syn | rst | ack) != syn reject with tcp reset\n"
+            } + ["add rule inet \(table) handover \(family) daddr \(formatIPAddress(address)) ct state new meta l4proto udp drop\n"]
+        }
         return "add table inet \(table)\n"
             + "add chain inet \(table) postrouting { type nat hook postrouting priority srcnat - 10; policy accept; }\n"
             + "flush chain inet \(table) postrouting\n" + rules.joined()
+            + "add chain inet \(table) handover { type filter hook forward priority filter - 20; policy accept; }\n"
+            + "flush chain inet \(table) handover\n" + resets.joined()
     }
 
     /// The mark a reset puts on the device's connections ("lrst"): the table's reset chain

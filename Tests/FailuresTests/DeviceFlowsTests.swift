@@ -67,6 +67,14 @@ struct DeviceFlowsTests {
             flush chain inet \(table) postrouting
             add rule inet \(table) postrouting ip saddr 10.80.1.11 oifname != "gw-lan1" masquerade random
             add rule inet \(table) postrouting ip6 saddr fd80:1::11 oifname != "gw-lan1" masquerade random
+            add chain inet \(table) handover { type filter hook forward priority filter - 20; policy accept; }
+            flush chain inet \(table) handover
+            add rule inet \(table) handover ip saddr 10.80.1.11 ct state new tcp flags & (fin | syn | rst | ack) != syn reject with tcp reset
+            add rule inet \(table) handover ip daddr 10.80.1.11 ct state new tcp flags & (fin | syn | rst | ack) != syn reject with tcp reset
+            add rule inet \(table) handover ip daddr 10.80.1.11 ct state new meta l4proto udp drop
+            add rule inet \(table) handover ip6 saddr fd80:1::11 ct state new tcp flags & (fin | syn | rst | ack) != syn reject with tcp reset
+            add rule inet \(table) handover ip6 daddr fd80:1::11 ct state new tcp flags & (fin | syn | rst | ack) != syn reject with tcp reset
+            add rule inet \(table) handover ip6 daddr fd80:1::11 ct state new meta l4proto udp drop
 
             """)
         // The reset's chain beside it in the same table: written alone, it leaves the NAT chain be.

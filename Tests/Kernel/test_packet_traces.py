@@ -357,6 +357,7 @@ for n in range(3):
 """
 
 
+@pytest.mark.timed
 @pytest.mark.checks(5)
 def test_a_loopback_port_s_trace_has_each_packet_once(check, daemon, topo, work):
     """`capture --to 127.0.0.1:PORT/tcp` of a local server's condition: each packet crosses lo
