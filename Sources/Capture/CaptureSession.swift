@@ -108,17 +108,17 @@ public final class CaptureSession {
     }
 
     private static func hardwareAddress(of interface: String, in namespace: NetworkNamespaceFile?) throws(CaptureError) -> [UInt8] {
-        do {
+        let link: LinkInfo?
+        do throws(NetlinkError) {
             let socket = if let namespace { try NetlinkSocket(in: namespace) } else { try NetlinkSocket() }
-            guard let link = try socket.link(named: interface) else {
-                throw CaptureError(.namespaceGone, "cannot keep the dropped packets of \(interface): it is gone")
-            }
-            return link.hardwareAddress
-        } catch let error as CaptureError {
-            throw error
+            link = try socket.link(named: interface)
         } catch {
             throw CaptureError(.kernelRefused, "cannot keep the dropped packets of \(interface): \(error)")
         }
+        guard let link else {
+            throw CaptureError(.namespaceGone, "cannot keep the dropped packets of \(interface): it is gone")
+        }
+        return link.hardwareAddress
     }
 
     private func tap(_ device: String, outgoing: Bool, leg: CaptureFilter.Leg) throws(CaptureError) -> Tap {
