@@ -86,7 +86,7 @@ extension Conditioner {
             guard let resetter else { throw NetlinkError(code: .unsupported, operation: "hand over", reason: "this linkcondd cannot change connections") }
             let moved = try resetter.handOver(handover, inNamespace: try namespaceOfDevice(condition))
             logger.notice("\(condition.id): step '\(step)' handed the device's \(moved) flow(s) over to new mappings (table inet \(handover.table))")
-            record(condition, from: profile, to: profile, reason: "handover", requester: nil, detail: "step '\(step)': the device's flows continue from a new address and port (\(moved) moved)")
+            record(condition, from: profile, to: profile, reason: "handover", requester: nil, detail: "step '\(step)': the device's flows continue from a new address and port (\(moved) tracked flow(s) moved; an untracked one moves with its next packet)")
         } catch {
             record(condition, from: profile, to: profile, reason: "handover", requester: nil, detail: "step '\(step)' could not hand over: \(error)")
         }

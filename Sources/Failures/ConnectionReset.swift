@@ -75,12 +75,18 @@ public final class KernelConnectionResetter: ConnectionResetter {
             throw NetlinkError(code: .invalid, operation: "hand over a device behind \(handover.interface)", errno: EINVAL, reason: "its name holds a quote or a backslash, which nftables rules cannot name")
         }
         let file = try namespace.map { (namespace) throws(NetlinkError) in try NetworkNamespaceFile(path: namespace.path, expected: namespace.identity) }
-        // The flows as they are before the NAT: an entry made after it is a flow translated anew
-        // already, which a deletion would move a second time.
         let conntrack = try NetfilterSocket(in: file)
-        let flows = try conntrack.connections(from: Set(handover.addresses))
+        let addresses = Set(handover.addresses)
+        // The flows tracked before the NAT, translated or not, all go: an entry made after it is a
+        // flow translated anew already, which a deletion would move a second time.
+        let tracked = try conntrack.connections(from: addresses)
         try NFTablesKernel(namespaceAt: namespace?.path, identity: namespace?.identity).run(handover.commands)
-        return try conntrack.delete(flows)
+        // A router that tracked no connection (no NAT or stateful rule of its own) begins with the
+        // table: its conntrack hooks work before the table's chains do, so the flows' packets in
+        // that moment are tracked untranslated and unanswered. Those go too.
+        let known = Set(tracked.map(\.identifier))
+        let pickedUp = try conntrack.connections(from: addresses).filter { !known.contains($0.identifier) && $0.isUntranslated }
+        return try conntrack.delete(tracked + pickedUp)
     }
 
     /// A device's established TCP connections through this machine, reset at both ends: marked

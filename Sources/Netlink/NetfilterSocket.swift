@@ -153,6 +153,11 @@ extension NetfilterSocket {
         /// The entry's CTA_ID attribute, whole (empty when the listing had none): which entry of
         /// that tuple it is.
         package var identifier: [UInt8] = []
+
+        /// Whether the far end answers the original source itself: no NAT changed the flow.
+        package var isUntranslated: Bool {
+            replyDestination == source && replyDestinationPort == sourcePort
+        }
     }
 
     /// Sets the mark of the conntrack entry `tuple` names (IPCTNL_MSG_CT_NEW on an entry that is

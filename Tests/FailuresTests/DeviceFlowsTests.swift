@@ -39,6 +39,30 @@ struct DeviceFlowsTests {
         #expect(partial.count == 1 && !partialEnded)
     }
 
+    /// One UDP entry from 10.80.1.11:40000 to 192.0.2.1:53, whose far end answers `replyTo`.
+    static func udpEntry(replyTo: [UInt8], port: UInt16) -> [UInt8] {
+        let device: [UInt8] = [10, 80, 1, 11], server: [UInt8] = [192, 0, 2, 1]
+        func direction(_ source: [UInt8], _ sourcePort: UInt16, _ destination: [UInt8], _ destinationPort: UInt16) -> [UInt8] {
+            attribute(1, attribute(1, source) + attribute(2, destination), nested: true)
+                + attribute(2, attribute(1, [17]) + attribute(2, [UInt8(sourcePort >> 8), UInt8(sourcePort & 0xFF)])
+                    + attribute(3, [UInt8(destinationPort >> 8), UInt8(destinationPort & 0xFF)]), nested: true)
+        }
+        let body: [UInt8] = [2, 0, 0, 0] + attribute(1, direction(device, 40000, server, 53), nested: true)
+            + attribute(2, direction(server, 53, replyTo, port), nested: true) + attribute(12, [0, 0, 0, 9])
+        let length = UInt32(16 + body.count)
+        return [UInt8(length & 0xFF), UInt8(length >> 8), 0, 0, 0, 1, 2, 0] + Array(repeating: 0, count: 8) + body
+    }
+
+    @Test("an entry no NAT changed (the far end answers the device's own address and port) is untranslated; one a NAT changed is not")
+    func untranslated() throws {
+        let plain = Self.udpEntry(replyTo: [10, 80, 1, 11], port: 40000)
+        let translated = Self.udpEntry(replyTo: [10, 79, 1, 1], port: 51234)
+        let portOnly = Self.udpEntry(replyTo: [10, 80, 1, 11], port: 51234)
+        let (entries, _) = try NetfilterSocket.connectionTuples(inMessages: ArraySlice(plain + translated + portOnly), "list")
+        #expect(entries.map(\.isUntranslated) == [true, false, false])
+        #expect(entries.map(\.replyDestinationPort) == [40000, 51234, 51234])
+    }
+
     @Test("hostile listings: a length past the bytes read, an attribute past its message, a source of the wrong size, an error code of Int32.min")
     func hostile() throws {
         let (first, _) = Self.message(family: 2, source: [10, 80, 1, 11])

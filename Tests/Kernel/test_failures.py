@@ -31,7 +31,7 @@ from harness.sandboxes import command_pid, sandboxes, wait_no_leftovers
 from harness.system import SYSTEM_PYTHON, spawn, stop, wait_until
 
 VM = "qemu"
-CHECKS = 36 + 34 + 3 + 26 + 5 + 7 + 11 + 7 + 6 + 8 + 9
+CHECKS = 36 + 34 + 3 + 26 + 5 + 7 + 11 + 7 + 6 + 9 + 9
 
 CONNECTIONS = Path(__file__).resolve().parent / "harness" / "connections.py"
 PORT = 9400
@@ -683,7 +683,7 @@ def test_handover_in_a_sandbox(check, daemon, topo, work):
 
 
 @pytest.mark.debian_kernel
-@pytest.mark.checks(8)
+@pytest.mark.checks(9)
 def test_handover_of_a_gateway_device(check, daemon, topo, gateway, work):
     """A scenario's step with `handover: true` on a device behind a gateway (its IPv4 address; the
     router routes it without a NAT of its own), begun by `linkcond next` once the device is
@@ -719,6 +719,10 @@ def test_handover_of_a_gateway_device(check, daemon, topo, gateway, work):
         check.true("device handover: the UDP flow went on (at most two answers missed)", len(missed) <= 2, missed, "<= 2")
         states = runs(s["tcp"] for s in samples)
         check.equal("device handover: the TCP connection echoed, then broke with a reset", ["ok", "ECONNRESET"], states)
+        changed = next((s["at"] for s in samples if s["udp_source"] == sources[-1]), None) if len(sources) == 2 else None
+        broke = next((s["at"] for s in samples if s["tcp"] != "ok"), None)
+        check.true("device handover: both at the same moment (within 0.5 s)", changed is not None and broke is not None and abs(changed - broke) <= 0.5,
+                   (changed, broke), "within 0.5 s")
         check.contains("device handover: the history records it", daemon.cli("history", "--json").out,
                        "the device's flows continue from a new address and port")
         daemon.cli("off", *where).ok()

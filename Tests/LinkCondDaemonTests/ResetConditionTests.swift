@@ -204,7 +204,7 @@ struct ResetConditionTests {
         #expect(handover.addresses == [[192, 168, 50, 10]] && handover.interface == "eth0")
         #expect(handover.table.hasPrefix(DeviceFlows.tablePrefix) && resetter.handoverCalls.map(\.ended) == [false])
         let recorded = await conditioner.history(limit: 10).filter { $0.reason == "handover" }.map(\.detail)
-        #expect(recorded == ["step 'LTE': the device's flows continue from a new address and port (3 moved)"])
+        #expect(recorded == ["step 'LTE': the device's flows continue from a new address and port (3 tracked flow(s) moved; an untracked one moves with its next packet)"])
         _ = try await conditioner.deactivate(on: device, by: TestDaemon.root)
         #expect(resetter.handoverCalls.map(\.ended) == [false, true] && resetter.handoverCalls.last?.0 == handover)
 
