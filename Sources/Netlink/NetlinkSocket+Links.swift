@@ -8,17 +8,21 @@ public struct LinkInfo: Sendable, Equatable {
     /// The `rtnl_link_ops` kind (`ifb`, `veth`, ...); `nil` for physical devices.
     public var kind: String?
     public var isUp: Bool
+    /// Whether its operational state is up (IFF_RUNNING): set by the kernel's link watch, which
+    /// follows a change of carrier a moment later (up to a second) and flags the routes then.
+    public var isRunning: Bool
     public var mtu: UInt32
     /// A veth's other end, by its index in its own namespace (IFLA_LINK); `nil` when none is said.
     public var peerIndex: Int32?
     /// Its link-layer address (IFLA_ADDRESS): six bytes on Ethernet and veth, zeros on loopback.
     public var hardwareAddress: [UInt8]
 
-    public init(index: Int32, name: String, kind: String?, isUp: Bool, mtu: UInt32, peerIndex: Int32? = nil, hardwareAddress: [UInt8] = []) {
+    public init(index: Int32, name: String, kind: String?, isUp: Bool, isRunning: Bool? = nil, mtu: UInt32, peerIndex: Int32? = nil, hardwareAddress: [UInt8] = []) {
         self.index = index
         self.name = name
         self.kind = kind
         self.isUp = isUp
+        self.isRunning = isRunning ?? isUp
         self.mtu = mtu
         self.peerIndex = peerIndex
         self.hardwareAddress = hardwareAddress
@@ -55,6 +59,7 @@ extension NetlinkSocket {
             name: String(cString: rtnl_link_get_name(link.pointer)),
             kind: rtnl_link_get_type(link.pointer).map { String(cString: $0) },
             isUp: rtnl_link_get_flags(link.pointer) & UInt32(IFF_UP) != 0,
+            isRunning: rtnl_link_get_flags(link.pointer) & UInt32(IFF_RUNNING) != 0,
             mtu: rtnl_link_get_mtu(link.pointer),
             peerIndex: peer > 0 ? peer : nil,
             hardwareAddress: hardwareAddress

@@ -127,7 +127,21 @@ public final class NFTablesKernel: PacketFilterKernel {
                 try? file.writeNetworkSetting("\(family)/conf/\(interface)/ignore_routes_with_linkdown", "0")
             }
         }
+        try awaitRunning(!down, interface, in: inside)
     }
+
+    /// Waits until the kernel's link watch has seen the change of carrier on `interface` (at most
+    /// `linkWatchLimit`): until then its routes are not flagged down nor back, and a connection
+    /// made at once would still use them (or not yet), so the change is not in force.
+    private func awaitRunning(_ running: Bool, _ interface: String, in socket: NetlinkSocket) throws(NetlinkError) {
+        let deadline = ContinuousClock.now + Self.linkWatchLimit
+        while try socket.link(named: interface)?.isRunning != running, ContinuousClock.now < deadline {
+            usleep(10_000)
+        }
+    }
+
+    /// The kernel's link watch runs a change at most a second after the one before it.
+    static let linkWatchLimit = Duration.seconds(2)
 
     /// The namespace, opened for one call (and checked to be the same one still); `nil` for the daemon's own.
     private func namespaceFile() throws(NetlinkError) -> NetworkNamespaceFile? {

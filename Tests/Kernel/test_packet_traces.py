@@ -35,8 +35,10 @@ PROFILES = {
     "lc-trace-loss-both.yaml": "name: LC Capture Loss Both\ndownlink: { loss: 30% }\nuplink: { loss: 30% }\n",
 }
 #: A reply is captured this long after its request at most beyond the downlink's delay: netem
-#: fires within 0.1 ms under User-mode Linux; the rest is the server's answer and the machine.
-GAP_TOLERANCE_MS = 3
+#: fires within 0.1 ms under User-mode Linux; the rest is the server's answer and the machine
+#: (one reply of the 30 at +3.04 and at +3.83 ms in two of make test's timed phases, the others
+#: within +1.5 ms).
+GAP_TOLERANCE_MS = 5
 PINGS = 10
 
 
@@ -150,8 +152,10 @@ def test_a_peer_s_trace_holds_its_packets_alone(check, daemon, topo, work):
     check.equal("tshark: reads it without a word", (0, ""), (trace.rc, trace.stderr.strip()))
     check.equal("its IPv4 echoes each way", (5, 5), (len(trace.echoes("IPv4", "request", "out")), len(trace.echoes("IPv4", "reply", "in"))))
     check.equal("no IPv6 packet", 0, len([p for p in trace.packets if p.family == "IPv6"]))
-    check.equal("only packets of the peer and notes", [],
-                [p.number for p in trace.packets if p.interface != "linkcond" and p.family != "IPv4"])
+    # The peer's own: its IPv4 echoes, and the ARP for its address that a filter on a host takes too
+    # (as tcpdump's `host` does), whenever the neighbour entry is refreshed during the capture.
+    check.equal("only packets to or from the peer, and notes", [],
+                [(p.number, p.addresses) for p in trace.packets if p.interface != "linkcond" and topo.s4 not in p.addresses])
 
 
 @pytest.mark.checks(5)

@@ -22,7 +22,7 @@ class Packet:
     family: str  # "IPv4", "IPv6" or ""
     kind: str  # "request", "reply" or ""
     sequence: int | None
-    #: Source and destination, when it is an IP packet.
+    #: Source and destination, when it is an IP packet (an ARP packet's: the addresses it asks and tells of).
     addresses: tuple[str, ...] = ()
 
 
@@ -45,7 +45,8 @@ class Trace:
 READER_ENVIRONMENT = ("env", "HOME=/nonexistent", "XDG_CONFIG_HOME=/nonexistent")
 
 FIELDS = ("frame.number", "frame.time_epoch", "frame.interface_name", "frame.packet_flags_direction", "frame.comment",
-          "icmp.type", "icmp.seq", "icmpv6.type", "icmpv6.echo.sequence_number", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst")
+          "icmp.type", "icmp.seq", "icmpv6.type", "icmpv6.echo.sequence_number", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst",
+          "arp.src.proto_ipv4", "arp.dst.proto_ipv4")
 
 
 def read_trace(path: Path | str, stdin: bytes | None = None) -> Trace:
@@ -57,14 +58,14 @@ def read_trace(path: Path | str, stdin: bytes | None = None) -> Trace:
     trace = Trace(stderr=result.stderr.decode(errors="replace"), rc=result.returncode)
     for line in result.stdout.decode(errors="replace").splitlines():
         values = (line.split("\t") + [""] * len(FIELDS))[:len(FIELDS)]
-        number, seconds, interface, flags, comment, v4type, v4seq, v6type, v6seq, src4, dst4, src6, dst6 = values
+        number, seconds, interface, flags, comment, v4type, v4seq, v6type, v6seq, src4, dst4, src6, dst6, arp_src, arp_dst = values
         direction = {"0x00000001": "in", "0x00000002": "out"}.get(flags, "")
         family, kind, sequence = "", "", None
         if v4type in ("8", "0"):
             family, kind, sequence = "IPv4", "request" if v4type == "8" else "reply", int(v4seq) if v4seq else None
         elif v6type in ("128", "129"):
             family, kind, sequence = "IPv6", "request" if v6type == "128" else "reply", int(v6seq) if v6seq else None
-        addresses = tuple(a for a in (src4 or src6, dst4 or dst6) if a)
+        addresses = tuple(a for a in (src4 or src6 or arp_src, dst4 or dst6 or arp_dst) if a)
         trace.packets.append(Packet(int(number), float(seconds), interface, direction, comment, family, kind, sequence, addresses))
     return trace
 
