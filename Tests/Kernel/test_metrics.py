@@ -236,12 +236,13 @@ PER_USER = 64
 #: its way out.
 FD_SLACK = 16
 #: Memory the daemon may take as the flood fills the user's connections: its working size under
-#: 1 300 to 2 000 refused connections a second, measured 3.6 to 4.6 MiB on 2026-11-30 (0.9 to
+#: 1 300 to 2 000 refused connections a second, measured 3.6 to 5.5 MiB on 2026-11-30 (0.9 to
 #: 1.4 MiB when the host took half as many), and room for one 2 MiB allocator step.
 RSS_FULL_KIB = 8192
 #: Memory the daemon may gain after that while the flood goes on, 15 000 refused connections and
-#: more (measured 0.5 to 1.4 MiB): 140 bytes kept per refused connection would pass it.
-RSS_SLACK_KIB = 2048
+#: more: its working size moves with the connections in flight (measured 0.5 to 2.3 MiB, down as
+#: well as up); 300 bytes kept per refused connection would not pass it.
+RSS_SLACK_KIB = 4096
 #: How long a scrape may take to be answered while the flood fills the listener's backlog:
 #: Prometheus's default scrape timeout. A connection waits for room in the backlog (SYN cookies,
 #: then its request retransmitted at 0.2, 0.4, 0.8, 1.6 s...): 0.4 to 3.7 s measured.

@@ -92,7 +92,8 @@ class QdiscMonitor:
                                         start_new_session=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
-        # Listening once its netlink socket is open (tc opens it first thing, then waits on it).
+        # Listening once its netlink socket has joined the kernel's groups: tc opens the socket,
+        # then binds it to them; a change between the two would never be announced to it.
         if not wait_until(self._listening, 10, 0.01):
             stop(self.process)
             raise HarnessError("tc monitor did not start listening")
@@ -102,10 +103,14 @@ class QdiscMonitor:
         if self.process.poll() is not None:
             raise HarnessError(f"tc monitor exited {self.process.returncode}")
         try:
-            return any(os.readlink(f"/proc/{self.process.pid}/fd/{fd}").startswith("socket:")
-                       for fd in os.listdir(f"/proc/{self.process.pid}/fd"))
+            links = [os.readlink(f"/proc/{self.process.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{self.process.pid}/fd")]
+            sockets = {link[len("socket:["):-1] for link in links if link.startswith("socket:[")}
+            # /proc/net/netlink: sk Eth Pid Groups Rmem Wmem Dump Locks Drops Inode; Groups in hex.
+            with open(f"/proc/{self.process.pid}/net/netlink") as table:
+                rows = [line.split() for line in table.readlines()[1:]]
         except OSError:
             return False
+        return any(len(row) >= 10 and row[-1] in sockets and int(row[3], 16) != 0 for row in rows)
 
     def _read(self) -> None:
         for line in self.process.stdout:
