@@ -44,10 +44,10 @@ public struct DeviceFlows: Equatable, Sendable {
     var commands: String {
         let device = Planner.quotedName(interface) ?? ""
         let rules = addresses.map { address in
-            "add rule inet \(table) postrouting \(address.count == 4 ? "ip" : "ip6") saddr \(formatIPAddress(address)) oifname != \(device) masquerade random\n"
+            "add rule inet \(table) postrouting \(Self.family(of: address)) saddr \(formatIPAddress(address)) oifname != \(device) masquerade random\n"
         }
         let resets = addresses.flatMap { address in
-            let family = address.count == 4 ? "ip" : "ip6"
+            let family = Self.family(of: address)
             return ["saddr", "daddr"].map { side in
                 "add rule inet \(table) handover \(family) \(side) \(formatIPAddress(address)) ct state new tcp flags & (fin | syn | rst | ack) != syn reject with tcp reset\n"
             } + ["add rule inet \(table) handover \(family) daddr \(formatIPAddress(address)) ct state new meta l4proto udp drop\n"]
@@ -57,6 +57,11 @@ public struct DeviceFlows: Equatable, Sendable {
             + "flush chain inet \(table) postrouting\n" + rules.joined()
             + "add chain inet \(table) handover { type filter hook forward priority filter - 20; policy accept; }\n"
             + "flush chain inet \(table) handover\n" + resets.joined()
+    }
+
+    /// nftables' name of an address's family: `ip` for 4 bytes, `ip6` for 16.
+    private static func family(of address: [UInt8]) -> String {
+        address.count == 4 ? "ip" : "ip6"
     }
 
     /// The mark a reset puts on the device's connections ("lrst"): the table's reset chain
